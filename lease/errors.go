@@ -1,0 +1,52 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by a Store and by the Manager. Match them with errors.Is:
+// they hold the same way in process and across httpapi.
+var (
+	// ErrHeld: the name is held by another holder. The details are in a
+	// *HeldError.
+	ErrHeld = errors.New("lease: held")
+
+	// ErrLost: the lease is no longer held by this holder with this token. It
+	// is terminal: whoever held it must stop writing.
+	ErrLost = errors.New("lease: lost")
+
+	// ErrReleased is the cause of a lease's context after a clean Release.
+	ErrReleased = errors.New("lease: released")
+
+	// ErrNotFound: no live lease (or fenced value) under that name.
+	ErrNotFound = errors.New("lease: not found")
+
+	// ErrInvalid: the request is malformed; nothing was written.
+	ErrInvalid = errors.New("lease: invalid argument")
+
+	// ErrUnavailable: the store cannot grant now, for instance after a failed
+	// commit, when it refuses every grant rather than risk a token whose
+	// commit is in doubt.
+	ErrUnavailable = errors.New("lease: store unavailable")
+)
+
+// HeldError reports that Name is held by someone else, labelled Owner, until
+// Expires (wall-clock rendering of the store's deadline, lock-delay included).
+type HeldError struct {
+	Name    string
+	Owner   string
+	Expires time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lease: held: %q is held by %q until %s", e.Name, e.Owner, e.Expires.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is ErrHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

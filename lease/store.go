@@ -1,0 +1,84 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	"github.com/picketlock/picket/token"
+)
+
+// Store is the backend contract: the place where leases and the token counter
+// live. It is implemented by storage/sqlite (one file), httpapi.Client (a
+// picket server) and, later, storage/etcd. Every implementation passes the
+// conformance suite in lease/leasetest.
+//
+// The store's own clock decides expiry; a caller's clock never does. A Store is
+// safe for concurrent use.
+type Store interface {
+	// Acquire grants the lease on req.Name to req.Holder for req.TTL.
+	//
+	// On a free or expired name the grant carries a new token, greater than
+	// every token the store has handed out for any name. If req.Holder already
+	// holds the name, the same grant comes back (same token, same owner) with
+	// its expiry extended: a retry after a lost response is safe. If another
+	// holder has it, Acquire waits up to req.Wait for it to come free, then
+	// returns an error matching ErrHeld (a *HeldError).
+	//
+	// ctx bounds the whole call, waiting included. Errors: ErrInvalid for bad
+	// input (nothing is written), ErrHeld, ErrUnavailable when the store
+	// refuses grants (a failed commit), or ctx's error.
+	Acquire(ctx context.Context, req AcquireRequest) (Grant, error)
+
+	// Renew extends a live lease held by holder with token tok, for ttl from
+	// now (zero ttl: the lease's current TTL). The token never changes.
+	// Errors: ErrInvalid, ErrLost when the lease is not held by holder with tok
+	// (released, expired even if nobody took it, taken by another), or
+	// ErrUnavailable.
+	Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (Grant, error)
+
+	// Release frees the name at once. Errors: ErrInvalid, ErrLost when the
+	// lease is not held by holder with tok, or ErrUnavailable. Releasing never
+	// risks token reuse: the counter is separate from the lease rows.
+	Release(ctx context.Context, name, holder string, tok token.Token) error
+
+	// Get returns the public view of the live lease on name, or ErrNotFound.
+	Get(ctx context.Context, name string) (Info, error)
+
+	// List returns the live leases whose names start with prefix, sorted by
+	// name.
+	List(ctx context.Context, prefix string) ([]Info, error)
+}
+
+// AcquireRequest is the argument of Store.Acquire.
+type AcquireRequest struct {
+	Name   string        // what is locked: 1–256 bytes of UTF-8, no control characters
+	Holder string        // the secret that identifies the holder; renew and release need it
+	Owner  string        // a label for people ("host/pid"); may be empty
+	TTL    time.Duration // between MinTTL and MaxTTL, whole milliseconds
+	Wait   time.Duration // how long to wait for a held name to come free; at most MaxWait
+}
+
+// Grant is a lease as its holder sees it.
+type Grant struct {
+	Name    string
+	Holder  string
+	Owner   string
+	Token   token.Token
+	TTL     time.Duration
+	Expires time.Time // for people: the store's deadline rendered in wall-clock time (UTC)
+}
+
+// Info is the public view of a lease: a Grant without the holder, which is the
+// secret that renew and release need.
+type Info struct {
+	Name    string
+	Owner   string
+	Token   token.Token
+	TTL     time.Duration
+	Expires time.Time
+}
+
+// Info returns the public view of g.
+func (g Grant) Info() Info {
+	return Info{Name: g.Name, Owner: g.Owner, Token: g.Token, TTL: g.TTL, Expires: g.Expires}
+}
