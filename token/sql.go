@@ -1,0 +1,190 @@
+package token
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Dialect is the SQL dialect a Guard writes.
+type Dialect int
+
+// The dialects a Guard speaks. Both have INSERT ... ON CONFLICT DO UPDATE
+// ... WHERE (SQLite 3.24 and later, PostgreSQL 9.5 and later).
+const (
+	SQLite     Dialect = iota + 1 // placeholders ?
+	PostgreSQL                    // placeholders $1, $2
+)
+
+// String returns the dialect's name.
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "sqlite"
+	case PostgreSQL:
+		return "postgresql"
+	}
+	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+// DefaultTable is a table name for NewGuard.
+const DefaultTable = "fences"
+
+// Tx is what a Guard needs from a database handle: *sql.Tx has it (as do
+// *sql.DB and *sql.Conn, but a guard only protects a write made in the same
+// transaction).
+type Tx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Guard fences writes to the caller's own SQL database: a table of
+// (resource, highest token) rows, checked and raised in one statement inside
+// the caller's transaction. Create one with NewGuard; it is safe for
+// concurrent use.
+type Guard struct {
+	dialect    Dialect
+	table      string // quoted
+	admitSQL   string
+	highestSQL string
+	createSQL  string
+}
+
+// NewGuard returns a guard writing dialect d to table. The table name is
+// checked, never trusted: it must be a lowercase identifier ([a-z_][a-z0-9_]*,
+// at most 63 bytes), optionally qualified by a schema ("audit.fences"). It is
+// quoted in every statement, so reserved words are safe, and lowercase keeps
+// the quoted name equal to the unquoted one in PostgreSQL.
+//
+// Errors: an error matching ErrInvalid for an unknown dialect or a bad name.
+func NewGuard(d Dialect, table string) (*Guard, error) {
+	if d != SQLite && d != PostgreSQL {
+		return nil, invalid("unknown SQL dialect %d", int(d))
+	}
+	quoted, err := quoteTable(table)
+	if err != nil {
+		return nil, err
+	}
+	p1, p2 := "?", "?"
+	if d == PostgreSQL {
+		p1, p2 = "$1", "$2"
+	}
+	g := &Guard{dialect: d, table: quoted}
+	// The alias "cur" names the existing row; "excluded" is the proposed one.
+	g.admitSQL = "INSERT INTO " + quoted + " AS cur (resource, token) VALUES (" + p1 + ", " + p2 + ")" +
+		" ON CONFLICT (resource) DO UPDATE SET token = excluded.token WHERE excluded.token >= cur.token"
+	g.highestSQL = "SELECT token FROM " + quoted + " WHERE resource = " + p1
+	column := "INTEGER"
+	if d == PostgreSQL {
+		column = "bigint"
+	}
+	g.createSQL = "CREATE TABLE IF NOT EXISTS " + quoted + " (resource TEXT PRIMARY KEY, token " + column +
+		" NOT NULL CHECK (token > 0))"
+	return g, nil
+}
+
+// AdmitSQL returns the statement Admit runs, with the resource and the token as
+// its two parameters. It affects one row when the token is admitted, none when
+// it is stale.
+func (g *Guard) AdmitSQL() string { return g.admitSQL }
+
+// CreateTableSQL returns the statement that creates the guard's table if it
+// does not exist, for migration files.
+func (g *Guard) CreateTableSQL() string { return g.createSQL }
+
+// CreateTable creates the guard's table if it does not exist.
+//
+// Errors: the database's error, wrapped.
+func (g *Guard) CreateTable(ctx context.Context, tx Tx) error {
+	if _, err := tx.ExecContext(ctx, g.createSQL); err != nil {
+		return fmt.Errorf("token: create table %s: %w", g.table, err)
+	}
+	return nil
+}
+
+// Admit admits t for resource inside the caller's transaction tx: one
+// statement records t as resource's highest token if t is at least the
+// highest recorded (an equal token is admitted), and changes nothing if t is
+// lower. Call it in the transaction that makes the write, before the write,
+// and commit only if it returns nil. The check and the write then commit
+// together or not at all, and the fence row stays locked until the
+// transaction ends (SQLite's write lock; PostgreSQL's row lock), so no
+// writer with another token can pass the fence in between.
+//
+// ctx is passed to the database calls.
+//
+// Errors: *StaleError (matching ErrStale) if t is stale, with Highest read
+// back in tx: the caller must roll back and stop; ErrZero or an error
+// matching ErrInvalid for a zero token or one above Max, without touching the
+// database; the database's error, wrapped.
+func (g *Guard) Admit(ctx context.Context, tx Tx, resource string, t Token) error {
+	if err := check(t); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, g.admitSQL, resource, int64(t))
+	if err != nil {
+		return fmt.Errorf("token: admit %q: %w", resource, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("token: admit %q: %w", resource, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	h, err := g.Highest(ctx, tx, resource)
+	if err != nil {
+		return err
+	}
+	return &StaleError{Resource: resource, Token: t, Highest: h}
+}
+
+// Highest returns the highest token recorded for resource, or zero if there is
+// none.
+//
+// Errors: the database's error, wrapped.
+func (g *Guard) Highest(ctx context.Context, tx Tx, resource string) (Token, error) {
+	var h int64
+	err := tx.QueryRowContext(ctx, g.highestSQL, resource).Scan(&h)
+	switch {
+	case err == sql.ErrNoRows:
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("token: highest %q: %w", resource, err)
+	}
+	return Token(h), nil
+}
+
+// quoteTable checks a table name and returns it quoted.
+func quoteTable(name string) (string, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return "", invalid("table name %q has more than one dot", name)
+	}
+	for i, p := range parts {
+		if !isIdentifier(p) {
+			return "", invalid("table name %q: want lowercase identifiers [a-z_][a-z0-9_]* of at most 63 bytes", name)
+		}
+		parts[i] = `"` + p + `"`
+	}
+	return strings.Join(parts, "."), nil
+}
+
+// isIdentifier reports whether s is a lowercase SQL identifier that needs no
+// escaping inside double quotes.
+func isIdentifier(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c == '_':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
