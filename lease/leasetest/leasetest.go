@@ -1,0 +1,93 @@
+// Package leasetest is the conformance suite for lease.Store: one set of
+// tests that every store (storage/memory, storage/sqlite, httpapi.Client and
+// later storage/etcd) must pass, one subtest per rule of the lease contract.
+//
+// A store's own test wires it in with a Harness:
+//
+//	func TestConformance(t *testing.T) {
+//		leasetest.Run(t, leasetest.Harness{
+//			Open: func(t testing.TB, cfg leasetest.Config) lease.Store {
+//				s := memory.New(memory.WithClock(cfg.Clock), memory.WithLockDelay(cfg.LockDelay))
+//				return s
+//			},
+//		})
+//	}
+//
+// Rules about expiry run on a Clock that moves only when the test says so, so
+// they never sleep. Rules about waiting and the Manager run on the store's
+// real clock with short TTLs; the whole suite takes a few seconds.
+//
+// Run must not be called from a parallel test: one of its checks counts the
+// process's goroutines.
+package leasetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// Config is what a test asks of the store it opens.
+type Config struct {
+	// Clock is the store's clock. Nil means the store's own real clock.
+	Clock *Clock
+
+	// LockDelay is how long a name stays unavailable after a lease on it
+	// expires (not after a clean release). Zero turns lock-delay off.
+	LockDelay time.Duration
+}
+
+// Harness opens stores for the suite.
+type Harness struct {
+	// Open returns a new, empty store configured by cfg. It registers the
+	// store's cleanup (Close, removing files) with t.Cleanup and fails t if
+	// the store cannot be opened.
+	Open func(t testing.TB, cfg Config) lease.Store
+}
+
+// Run runs every conformance test against stores opened by h.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil {
+		t.Fatal("leasetest: Harness.Open is nil")
+	}
+	s := suite{h: h}
+	for _, tc := range s.tests() {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+type suite struct{ h Harness }
+
+type namedTest struct {
+	name string
+	run  func(t *testing.T)
+}
+
+// tests lists the subtests in the order they run: the store rules first, on
+// the fake clock, then waiting and contention, then the Manager on the real
+// clock.
+func (s suite) tests() []namedTest {
+	return nil // the rules follow in the next commits
+}
+
+// open returns a store on a new fake clock, and that clock.
+func (s suite) open(t *testing.T, lockDelay time.Duration) (lease.Store, *Clock) {
+	t.Helper()
+	clk := NewClock()
+	st := s.h.Open(t, Config{Clock: clk, LockDelay: lockDelay})
+	if st == nil {
+		t.Fatal("leasetest: Harness.Open returned nil")
+	}
+	return st, clk
+}
+
+// openReal returns a store on its own real clock.
+func (s suite) openReal(t *testing.T) lease.Store {
+	t.Helper()
+	st := s.h.Open(t, Config{})
+	if st == nil {
+		t.Fatal("leasetest: Harness.Open returned nil")
+	}
+	return st
+}
