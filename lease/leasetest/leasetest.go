@@ -7,8 +7,11 @@
 //	func TestConformance(t *testing.T) {
 //		leasetest.Run(t, leasetest.Harness{
 //			Open: func(t testing.TB, cfg leasetest.Config) lease.Store {
-//				s := memory.New(memory.WithClock(cfg.Clock), memory.WithLockDelay(cfg.LockDelay))
-//				return s
+//				opts := []memory.Option{memory.WithLockDelay(cfg.LockDelay)}
+//				if cfg.Clock != nil { // not a nil *Clock in a lease.Clock
+//					opts = append(opts, memory.WithClock(cfg.Clock))
+//				}
+//				return memory.New(opts...)
 //			},
 //		})
 //	}
@@ -68,7 +71,29 @@ type namedTest struct {
 // the fake clock, then waiting and contention, then the Manager on the real
 // clock.
 func (s suite) tests() []namedTest {
-	return nil // the rules follow in the next commits
+	return []namedTest{
+		{"FreshGrantTokens", s.testFreshGrantTokens},
+		{"HeldByAnother", s.testHeldByAnother},
+		{"SameHolderReacquire", s.testSameHolderReacquire},
+		{"ReacquireAfterExpiry", s.testReacquireAfterExpiry},
+		{"RenewKeepsToken", s.testRenewKeepsToken},
+		{"RenewExtendsExpiry", s.testRenewExtendsExpiry},
+		{"Lost", s.testLost},
+		{"ReleaseFreesAtOnce", s.testReleaseFreesAtOnce},
+		{"Expiry", s.testExpiry},
+		{"WallClockJumps", s.testWallClockJumps},
+		{"LockDelay", s.testLockDelay},
+		{"Get", s.testGet},
+		{"List", s.testList},
+		{"Bounds", s.testBounds},
+		{"Invalid", s.testInvalid},
+		{"WaitWokenByRelease", s.testWaitWokenByRelease},
+		{"WaitNoticesExpiry", s.testWaitNoticesExpiry},
+		{"WaitRunsOut", s.testWaitRunsOut},
+		{"WaitCancelled", s.testWaitCancelled},
+		{"Contention", s.testContention},
+		// {"Manager", s.testManager},
+	}
 }
 
 // open returns a store on a new fake clock, and that clock.

@@ -1,0 +1,201 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// Store is an in-memory lease.Store. Create it with New; it is safe for
+// concurrent use and starts no goroutines, so it needs no Close.
+type Store struct {
+	clock     lease.Clock
+	lockDelay time.Duration
+
+	mu      sync.Mutex
+	counter token.Token       // the last token handed out
+	leases  map[string]*entry // by name; kept after expiry until lock-delay ends
+	waiters map[string]*waiters
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// entry is one lease. expires is a reading of the store's clock in epoch.
+type entry struct {
+	holder  string
+	owner   string
+	token   token.Token
+	ttl     time.Duration
+	expires time.Duration
+	epoch   string
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock makes c the store's clock, the only clock that decides expiry. A
+// nil c keeps the default: the process's monotonic clock.
+func WithClock(c lease.Clock) Option {
+	return func(s *Store) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
+
+// WithLockDelay keeps a name unavailable for d after its lease expires (not
+// after a clean release), so that writes the lost holder still has in flight
+// drain before anyone else gets the name. Zero or negative d turns it off, the
+// default.
+func WithLockDelay(d time.Duration) Option {
+	return func(s *Store) { s.lockDelay = max(d, 0) }
+}
+
+// New returns an empty store whose first token is 1.
+func New(opts ...Option) *Store {
+	s := &Store{
+		leases:  make(map[string]*entry),
+		waiters: make(map[string]*waiters),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.clock == nil {
+		s.clock = newProcessClock()
+	}
+	return s
+}
+
+// Renew extends the live lease on name held by holder with tok, for ttl from
+// now (zero ttl: the lease's TTL). Errors: lease.ErrInvalid (nothing changes),
+// lease.ErrLost when the lease is not live with that holder and token (even
+// if nobody took it since it expired), or ctx's error.
+func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
+	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+		return lease.Grant{}, fmt.Errorf("memory: renew: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return lease.Grant{}, fmt.Errorf("memory: renew %q: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	e, live := s.lookup(name, now)
+	if !live || e.holder != holder || e.token != tok {
+		return lease.Grant{}, fmt.Errorf("memory: renew %q: %w", name, lease.ErrLost)
+	}
+	if ttl != 0 {
+		e.ttl = ttl
+	}
+	e.expires = now + e.ttl
+	return s.grant(name, e, now), nil
+}
+
+// Release frees the live lease on name held by holder with tok at once, and
+// wakes the acquires waiting for it. Errors: lease.ErrInvalid, lease.ErrLost
+// when the lease is not live with that holder and token, or ctx's error.
+func (s *Store) Release(ctx context.Context, name, holder string, tok token.Token) error {
+	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+		return fmt.Errorf("memory: release: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: release %q: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, live := s.lookup(name, s.clock.Now())
+	if !live || e.holder != holder || e.token != tok {
+		return fmt.Errorf("memory: release %q: %w", name, lease.ErrLost)
+	}
+	delete(s.leases, name)
+	s.wake(name)
+	return nil
+}
+
+// Get returns the public view of the live lease on name. Errors:
+// lease.ErrInvalid, lease.ErrNotFound when no live lease has that name (an
+// expired lease in its lock-delay is not live), or ctx's error.
+func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return lease.Info{}, fmt.Errorf("memory: get: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return lease.Info{}, fmt.Errorf("memory: get %q: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	e, live := s.lookup(name, now)
+	if !live {
+		return lease.Info{}, fmt.Errorf("memory: get %q: %w", name, lease.ErrNotFound)
+	}
+	return s.grant(name, e, now).Info(), nil
+}
+
+// List returns the live leases whose names start with prefix (bytewise),
+// sorted by name. Errors: lease.ErrInvalid or ctx's error.
+func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
+	if err := lease.ValidatePrefix(prefix); err != nil {
+		return nil, fmt.Errorf("memory: list: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: list %q: %w", prefix, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var infos []lease.Info
+	for name := range s.leases {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		if e, live := s.lookup(name, now); live {
+			infos = append(infos, s.grant(name, e, now).Info())
+		}
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	return infos, nil
+}
+
+// lookup returns the entry for name and whether it is live at now. An entry
+// from another epoch (the clock's host rebooted) counts as held for its full
+// TTL from now. An entry past its expiry and lock-delay is deleted and nil is
+// returned. s.mu must be held.
+func (s *Store) lookup(name string, now time.Duration) (e *entry, live bool) {
+	e = s.leases[name]
+	if e == nil {
+		return nil, false
+	}
+	if epoch := s.clock.Epoch(); e.epoch != epoch {
+		e.epoch, e.expires = epoch, now+e.ttl
+	}
+	if now >= e.expires+s.lockDelay {
+		delete(s.leases, name)
+		return nil, false
+	}
+	return e, now < e.expires
+}
+
+// grant renders e as a Grant, its expiry in wall-clock time. s.mu must be
+// held.
+func (s *Store) grant(name string, e *entry, now time.Duration) lease.Grant {
+	return lease.Grant{
+		Name:    name,
+		Holder:  e.holder,
+		Owner:   e.owner,
+		Token:   e.token,
+		TTL:     e.ttl,
+		Expires: s.wall(e.expires, now),
+	}
+}
+
+// wall renders the clock reading at in wall-clock time (UTC).
+func (s *Store) wall(at, now time.Duration) time.Time {
+	return s.clock.Wall().Add(at - now).UTC()
+}

@@ -1,0 +1,22 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/leasetest"
+	"github.com/picketlock/picket/storage/memory"
+)
+
+func TestConformance(t *testing.T) {
+	leasetest.Run(t, leasetest.Harness{Open: open})
+}
+
+// open is the conformance harness: a new store on cfg's clock.
+func open(t testing.TB, cfg leasetest.Config) lease.Store {
+	opts := []memory.Option{memory.WithLockDelay(cfg.LockDelay)}
+	if cfg.Clock != nil { // a nil *leasetest.Clock in a lease.Clock would not be nil
+		opts = append(opts, memory.WithClock(cfg.Clock))
+	}
+	return memory.New(opts...)
+}
