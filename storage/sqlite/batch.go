@@ -1,0 +1,221 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// batch is the state of one write transaction: the store's clock read once
+// after BEGIN IMMEDIATE (so after every commit that preceded it, in any
+// process), and the token counter, read once and written once.
+type batch struct {
+	s       *Store
+	ctx     context.Context
+	now     time.Duration
+	wall    time.Time
+	counter token.Token
+}
+
+// execBatch runs ops in one immediate transaction and commits it. An op's
+// own failure (held, lost, stale) is its result; an SQL error fails the
+// whole batch, which is rolled back.
+func (s *Store) execBatch(ops []*op) (results []result, err error) {
+	ctx := context.Background()
+	w := s.w
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.rollback()
+		}
+	}()
+	epoch := *s.epoch.Load()
+	if s.clock.Epoch() != epoch {
+		if epoch, err = s.syncEpoch(ctx, w.conn); err != nil {
+			return nil, err
+		}
+	}
+	b := batch{s: s, ctx: ctx, now: s.clock.Now(), wall: s.clock.Wall()}
+	var c int64
+	if err := w.counter.QueryRowContext(ctx).Scan(&c); err != nil {
+		return nil, fmt.Errorf("read token counter: %w", err)
+	}
+	b.counter = token.Token(c)
+	start := b.counter
+	results = make([]result, len(ops))
+	for i, o := range ops {
+		if results[i], err = b.apply(o); err != nil {
+			return nil, err
+		}
+	}
+	if b.counter != start {
+		if _, err := w.setCounter.ExecContext(ctx, int64(b.counter)); err != nil {
+			return nil, fmt.Errorf("write token counter: %w", err)
+		}
+	}
+	if _, err := w.commit.ExecContext(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	s.epoch.Store(&epoch)
+	return results, nil
+}
+
+func (b *batch) apply(o *op) (result, error) {
+	switch o.kind {
+	case opAcquire:
+		return b.acquire(o)
+	case opRenew:
+		return b.renew(o)
+	case opRelease:
+		return b.release(o)
+	case opPut:
+		return b.put(o)
+	case opSweep:
+		return b.sweep()
+	case opSync:
+		return result{}, nil
+	}
+	return result{}, fmt.Errorf("unknown op kind %d", o.kind)
+}
+
+// row is a lease row as the writer reads it.
+type row struct {
+	holder, owner string
+	token         token.Token
+	ttl           time.Duration
+	expires       time.Duration
+}
+
+func (b *batch) row(name string) (row, bool, error) {
+	var r row
+	var tok, ttlMS, exp int64
+	err := b.s.w.lease.QueryRowContext(b.ctx, name).Scan(&r.holder, &r.owner, &tok, &ttlMS, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, false, nil
+	}
+	if err != nil {
+		return row{}, false, fmt.Errorf("read lease %q: %w", name, err)
+	}
+	r.token, r.ttl, r.expires = token.Token(tok), time.Duration(ttlMS)*time.Millisecond, time.Duration(exp)
+	return r, true, nil
+}
+
+// render turns a store-clock deadline into wall-clock time for people.
+func (b *batch) render(deadline time.Duration) time.Time {
+	return b.wall.Add(deadline - b.now).UTC()
+}
+
+func (b *batch) grant(name string, r row) lease.Grant {
+	return lease.Grant{Name: name, Holder: r.holder, Owner: r.owner, Token: r.token, TTL: r.ttl, Expires: b.render(r.expires)}
+}
+
+func (b *batch) acquire(o *op) (result, error) {
+	r, found, err := b.row(o.name)
+	if err != nil {
+		return result{}, err
+	}
+	if found && b.now < r.expires && r.holder == o.holder {
+		// The holder asks again (a retry after a lost answer): the same
+		// grant, extended.
+		r.ttl, r.expires = o.ttl, b.now+o.ttl
+		if _, err := b.s.w.extend.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(r.expires), o.name); err != nil {
+			return result{}, fmt.Errorf("extend lease %q: %w", o.name, err)
+		}
+		return result{grant: b.grant(o.name, r)}, nil
+	}
+	if found {
+		if free := r.expires + b.s.lockDelay; b.now < free {
+			return result{
+				err:       &lease.HeldError{Name: o.name, Owner: r.owner, Expires: b.render(free)},
+				untilFree: free - b.now,
+			}, nil
+		}
+	}
+	if b.counter >= token.Max {
+		return result{err: ErrExhausted}, nil
+	}
+	b.counter++
+	r = row{holder: o.holder, owner: o.owner, token: b.counter, ttl: o.ttl, expires: b.now + o.ttl}
+	if _, err := b.s.w.grant.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires)); err != nil {
+		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	return result{grant: b.grant(o.name, r)}, nil
+}
+
+// held returns the row of the live lease on o.name held by o.holder with
+// o.tok, or a result carrying ErrLost.
+func (b *batch) held(o *op, verb string) (row, *result, error) {
+	r, found, err := b.row(o.name)
+	if err != nil {
+		return row{}, nil, err
+	}
+	if !found || r.holder != o.holder || r.token != o.tok || b.now >= r.expires {
+		return row{}, &result{err: fmt.Errorf("sqlite: %s %q with token %d: %w", verb, o.name, o.tok, lease.ErrLost)}, nil
+	}
+	return r, nil, nil
+}
+
+func (b *batch) renew(o *op) (result, error) {
+	r, lost, err := b.held(o, "renew")
+	if lost != nil || err != nil {
+		return deref(lost), err
+	}
+	if o.ttl != 0 {
+		r.ttl = o.ttl
+	}
+	r.expires = b.now + r.ttl
+	if _, err := b.s.w.extend.ExecContext(b.ctx, r.ttl.Milliseconds(), int64(r.expires), o.name); err != nil {
+		return result{}, fmt.Errorf("renew lease %q: %w", o.name, err)
+	}
+	return result{grant: b.grant(o.name, r)}, nil
+}
+
+func (b *batch) release(o *op) (result, error) {
+	_, lost, err := b.held(o, "release")
+	if lost != nil || err != nil {
+		return deref(lost), err
+	}
+	if _, err := b.s.w.drop.ExecContext(b.ctx, o.name); err != nil {
+		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
+	}
+	return result{}, nil
+}
+
+func deref(r *result) result {
+	if r == nil {
+		return result{}
+	}
+	return *r
+}
+
+func (b *batch) put(o *op) (result, error) {
+	res, err := b.s.w.put.ExecContext(b.ctx, o.name, o.value, int64(o.tok), b.wall.UnixNano())
+	if err != nil {
+		return result{}, fmt.Errorf("put %q: %w", o.name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return result{}, err
+	}
+	var highest int64
+	if err := b.s.w.kvToken.QueryRowContext(b.ctx, o.name).Scan(&highest); err != nil {
+		return result{}, fmt.Errorf("read token of %q: %w", o.name, err)
+	}
+	return result{err: &token.StaleError{Resource: o.name, Token: o.tok, Highest: token.Token(highest)}}, nil
+}
+
+func (b *batch) sweep() (result, error) {
+	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now-b.s.lockDelay))
+	if err != nil {
+		return result{}, fmt.Errorf("sweep: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return result{n: int(n)}, err
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package sqlite
+
+import "time"
+
+func bootID() string { return "" }
+
+func bootTime() time.Duration { return time.Duration(time.Now().UnixNano()) }

@@ -1,0 +1,54 @@
+// Package sqlite is picket's default lease.Store: leases, the fencing-token
+// counter and a fenced key-value table in one SQLite file.
+//
+// # The idea
+//
+// A token must never be handed out twice, not after kill -9, a restart or a
+// power loss. So the counter lives in the same file and the same transaction
+// as the lease row it is granted with, and no grant is acknowledged before
+// that transaction has committed with synchronous=FULL (every acknowledged
+// token is on disk). The counter is one row, separate from the lease rows:
+// releasing or sweeping a lease never risks reuse. A trigger refuses any
+// update that would lower it.
+//
+// Committing costs an fsync, so grants are batched: one writer goroutine per
+// open Store takes every operation that is waiting (acquire, renew, release,
+// put-fenced, sweep), runs them in ONE immediate transaction, each judged
+// against the state the earlier ones left, commits once and only then answers
+// every caller (group commit). A failed commit fails every operation of its
+// batch, none of whose effects exist.
+//
+// Reads (Get, List, GetFenced, Health) go to a separate pool of query-only
+// connections and never wait behind the writer: the file is in WAL mode.
+//
+// Several processes on one host may share a file: SQLite's locks serialise
+// their writers, busy_timeout waits, and the store retries a busy BEGIN
+// itself, so SQLITE_BUSY never reaches a caller. The file must be on a local
+// file system (WAL needs shared memory).
+//
+// # Time
+//
+// Only the store's clock (a lease.Clock, SystemClock by default) decides
+// expiry. On Linux it reads CLOCK_BOOTTIME, which every process on the host
+// shares, which counts suspend and which no wall-clock step moves; its epoch is
+// the host's boot id. When a store opens a file last written in another epoch
+// (the host rebooted), the stored deadlines mean nothing, so every lease left
+// in it is held again for its full TTL from that moment. Wall-clock time only
+// renders deadlines for people (Grant.Expires).
+//
+// # Failing closed
+//
+// If a statement or a commit fails with an I/O error or corruption, the store
+// cannot know whether the batch reached the disk. It stops granting: every
+// later write fails with an error matching lease.ErrUnavailable and Health
+// reports the failure. Reopening the file (a new process, or Open again)
+// reads the durable state and goes on safely: a token whose commit was in
+// doubt was never acknowledged.
+//
+// # Fenced key-value table
+//
+// PutFenced stores a value under a key together with the fencing token that
+// wrote it, and refuses a token lower than the highest the key has seen
+// (token.ErrStale): it is the check a protected resource runs, here offered
+// for small values kept next to the leases (see the HTTP API's /v1/kv).
+package sqlite

@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// checkPath refuses what is not a file: an in-memory database cannot be
+// shared by the writer and the read pool, and would lose every token on
+// exit.
+func checkPath(path string) (string, error) {
+	switch {
+	case path == "":
+		return "", invalidf("empty path")
+	case path == ":memory:" || strings.HasPrefix(path, "file:"):
+		return "", invalidf("path %q: give a file path, not an in-memory database or a URI", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", invalidf("path %q: %v", path, err)
+	}
+	return abs, nil
+}
+
+// writerDSN is the DSN of the one writer connection: WAL, every commit
+// synced (synchronous=FULL), BEGIN IMMEDIATE so that no transaction has to
+// upgrade its lock half-way.
+func writerDSN(path string, busy time.Duration) string {
+	return fileURI(path, []string{
+		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous(FULL)",
+		"_pragma=foreign_keys(1)",
+		"_txlock=immediate",
+	})
+}
+
+// readerDSN is the DSN of the read pool: the same file, query-only. The file
+// is in WAL mode already (the writer is opened first), so readers never wait
+// for the writer.
+func readerDSN(path string, busy time.Duration) string {
+	return fileURI(path, []string{
+		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
+		"_pragma=query_only(1)",
+	})
+}
+
+// fileURI renders path as a SQLite file: URI, escaped so that '?', '#' and
+// '%' in a file name stay part of it.
+func fileURI(path string, params []string) string {
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows: C:/x becomes /C:/x
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: strings.Join(params, "&")}
+	return u.String()
+}

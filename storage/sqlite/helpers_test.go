@@ -1,0 +1,92 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/leasetest"
+	"github.com/picketlock/picket/storage/sqlite"
+	"github.com/picketlock/picket/token"
+)
+
+// mustOpen opens a store in a new file under t.TempDir() and closes it at
+// the end of the test.
+func mustOpen(tb testing.TB, opts ...sqlite.Option) *sqlite.Store {
+	tb.Helper()
+	return mustOpenPath(tb, filepath.Join(tb.TempDir(), "picket.db"), opts...)
+}
+
+func mustOpenPath(tb testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
+	tb.Helper()
+	s, err := sqlite.Open(path, opts...)
+	if err != nil {
+		tb.Fatalf("Open(%q): %v", path, err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// rawDB opens the store's file directly, read-only, to check what is on disk.
+func rawDB(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fileState is what the file holds: the counter and the row counts.
+type fileState struct {
+	Counter int64
+	Leases  int
+	KV      int
+}
+
+func readFileState(tb testing.TB, path string) fileState {
+	tb.Helper()
+	db := rawDB(tb, path)
+	var st fileState
+	for _, q := range []struct {
+		dst   any
+		query string
+	}{
+		{&st.Counter, "SELECT value FROM counter"},
+		{&st.Leases, "SELECT count(*) FROM leases"},
+		{&st.KV, "SELECT count(*) FROM kv"},
+	} {
+		if err := db.QueryRow(q.query).Scan(q.dst); err != nil {
+			tb.Fatalf("%s: %v", q.query, err)
+		}
+	}
+	return st
+}
+
+func acquire(tb testing.TB, s *sqlite.Store, name, holder string, ttl time.Duration) lease.Grant {
+	tb.Helper()
+	g, err := s.Acquire(context.Background(), lease.AcquireRequest{Name: name, Holder: holder, Owner: "owner-" + holder, TTL: ttl})
+	if err != nil {
+		tb.Fatalf("Acquire(%q, %q): %v", name, holder, err)
+	}
+	return g
+}
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+var (
+	_ = leasetest.NewClock
+	_ token.Token
+)

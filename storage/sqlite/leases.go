@@ -1,0 +1,112 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// The backoff of an acquire waiting for a held name, in real time (the
+// store's clock may be a test's, which does not move by itself).
+const (
+	waitFirstSleep = 10 * time.Millisecond
+	waitMaxSleep   = 250 * time.Millisecond
+)
+
+// Acquire grants the lease on req.Name to req.Holder for req.TTL, in a
+// batch with other writes (see the package doc). A free name, an expired
+// one whose lock-delay has passed, or a released one gets a new token; the
+// holder of a live lease gets the same grant back, extended to req.TTL from
+// now. If another holder has the name, Acquire waits up to req.Wait for it:
+// woken at once by a release in this process, otherwise by a jittered
+// backoff (10 ms growing to 250 ms).
+//
+// Errors: lease.ErrInvalid (nothing is written), a *lease.HeldError
+// (lease.ErrHeld) when the name is still held after req.Wait, ErrExhausted,
+// ErrClosed, a *FailedError or another error matching lease.ErrUnavailable,
+// or ctx's error (the grant may then have been committed: the holder's next
+// Acquire gets it back).
+func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
+	if err := req.Validate(); err != nil {
+		return lease.Grant{}, fmt.Errorf("sqlite: acquire: %w", err)
+	}
+	deadline := time.Now().Add(req.Wait)
+	sleep := waitFirstSleep
+	for {
+		woken, unwatch := s.waiters.watch(req.Name)
+		o := newOp(opAcquire)
+		o.name, o.holder, o.owner, o.ttl = req.Name, req.Holder, req.Owner, req.TTL
+		res := s.submit(ctx, o)
+		if !errors.Is(res.err, lease.ErrHeld) || req.Wait == 0 {
+			unwatch()
+			return res.grant, res.err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			unwatch()
+			return lease.Grant{}, res.err
+		}
+		d := min(sleep/2+rand.N(sleep), left, res.untilFree+time.Millisecond)
+		t := time.NewTimer(d)
+		select {
+		case <-woken:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			unwatch()
+			return lease.Grant{}, ctx.Err()
+		}
+		t.Stop()
+		unwatch()
+		sleep = min(2*sleep, waitMaxSleep)
+	}
+}
+
+// Renew extends the live lease on name held by holder with tok, to ttl from
+// now (zero ttl: the lease's TTL). The token never changes.
+//
+// Errors: lease.ErrInvalid (nothing is written), lease.ErrLost when the
+// lease is not held by holder with tok (released, expired even if nobody
+// took it, taken by another), ErrClosed, a *FailedError or another error
+// matching lease.ErrUnavailable, or ctx's error.
+func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
+	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+		return lease.Grant{}, fmt.Errorf("sqlite: renew: %w", err)
+	}
+	o := newOp(opRenew)
+	o.name, o.holder, o.tok, o.ttl = name, holder, tok, ttl
+	res := s.submit(ctx, o)
+	return res.grant, res.err
+}
+
+// Release frees name at once (no lock-delay) and wakes the acquires waiting
+// for it in this process.
+//
+// Errors: lease.ErrInvalid (nothing is written), lease.ErrLost when the
+// lease is not held by holder with tok or has expired, ErrClosed, a
+// *FailedError or another error matching lease.ErrUnavailable, or ctx's
+// error.
+func (s *Store) Release(ctx context.Context, name, holder string, tok token.Token) error {
+	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+		return fmt.Errorf("sqlite: release: %w", err)
+	}
+	o := newOp(opRelease)
+	o.name, o.holder, o.tok = name, holder, tok
+	return s.submit(ctx, o).err
+}
+
+// Sweep deletes the rows of leases that have expired and whose lock-delay
+// has passed, and returns how many. It is housekeeping: an expired row is
+// never in the way of a grant.
+//
+// Errors: ErrClosed, a *FailedError or another error matching
+// lease.ErrUnavailable, or ctx's error.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	res := s.submit(ctx, newOp(opSweep))
+	return res.n, res.err
+}

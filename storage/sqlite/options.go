@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// Defaults for the options of Open.
+const (
+	// DefaultBusyTimeout is how long a writer waits for another process's
+	// write lock before the batch is retried and, in the end, fails.
+	DefaultBusyTimeout = 10 * time.Second
+
+	// DefaultMaxBatch is the most operations one transaction carries.
+	DefaultMaxBatch = 256
+
+	// DefaultReadConns is the size of the read-only connection pool.
+	DefaultReadConns = 4
+
+	// DefaultLockDelay is the time a name stays unavailable after its lease
+	// expired (not after a release): off.
+	DefaultLockDelay = 0
+)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	clock       lease.Clock
+	lockDelay   time.Duration
+	logger      log.Logger
+	busyTimeout time.Duration
+	maxBatch    int
+	readConns   int
+	batchHook   func(size int, took time.Duration)
+}
+
+func defaultConfig() config {
+	return config{
+		lockDelay:   DefaultLockDelay,
+		logger:      log.NewNopLogger(),
+		busyTimeout: DefaultBusyTimeout,
+		maxBatch:    DefaultMaxBatch,
+		readConns:   DefaultReadConns,
+	}
+}
+
+// WithClock sets the clock that decides expiry (default: SystemClock()).
+// Every process sharing a file must use clocks that agree.
+func WithClock(c lease.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithLockDelay keeps a name unavailable for d after its lease expired, so
+// that writes still in flight from the old holder land before anyone else
+// holds the name (Chubby's lock-delay). A clean release frees the name at
+// once. Between 0 (the default) and lease.MaxTTL.
+func WithLockDelay(d time.Duration) Option { return func(cfg *config) { cfg.lockDelay = d } }
+
+// WithLogger sets the logger (default: none). The store logs failed batches
+// and the moment it fails closed.
+func WithLogger(l log.Logger) Option { return func(cfg *config) { cfg.logger = l } }
+
+// WithBusyTimeout sets how long a write waits for another process holding
+// the file's write lock (SQLite's busy_timeout; default DefaultBusyTimeout).
+// Must be positive.
+func WithBusyTimeout(d time.Duration) Option { return func(cfg *config) { cfg.busyTimeout = d } }
+
+// WithMaxBatch sets the most operations one transaction carries (default
+// DefaultMaxBatch). Must be at least 1; 1 turns group commit off.
+func WithMaxBatch(n int) Option { return func(cfg *config) { cfg.maxBatch = n } }
+
+// WithReadConns sets the size of the read-only connection pool (default
+// DefaultReadConns). Must be at least 1.
+func WithReadConns(n int) Option { return func(cfg *config) { cfg.readConns = n } }
+
+// WithBatchHook calls hook after every committed batch with the number of
+// operations it carried and the time from BEGIN to the end of COMMIT, for
+// metrics. The hook runs on the writer goroutine: it must be quick.
+func WithBatchHook(hook func(size int, took time.Duration)) Option {
+	return func(cfg *config) { cfg.batchHook = hook }
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.lockDelay < 0 || c.lockDelay > lease.MaxTTL:
+		return invalidf("lock delay %v is out of bounds [0, %v]", c.lockDelay, lease.MaxTTL)
+	case c.busyTimeout <= 0:
+		return invalidf("busy timeout %v is not positive", c.busyTimeout)
+	case c.maxBatch < 1:
+		return invalidf("max batch %d is below 1", c.maxBatch)
+	case c.readConns < 1:
+		return invalidf("read connections %d is below 1", c.readConns)
+	case c.logger == nil:
+		return invalidf("logger is nil")
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// Get returns the public view of the live lease on name. A lease past its
+// expiry is not live, even while its lock-delay keeps the name unavailable.
+//
+// Errors: lease.ErrInvalid, lease.ErrNotFound, ErrClosed, or the error of
+// the read or ctx's.
+func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return lease.Info{}, fmt.Errorf("sqlite: get: %w", err)
+	}
+	now, wall, err := s.readClock(ctx)
+	if err != nil {
+		return lease.Info{}, err
+	}
+	var tok, ttlMS, exp int64
+	info := lease.Info{Name: name}
+	err = s.rdb.QueryRowContext(ctx,
+		"SELECT owner, token, ttl_ms, expires_at FROM leases WHERE name = ? AND expires_at > ?",
+		name, int64(now)).Scan(&info.Owner, &tok, &ttlMS, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, lease.ErrNotFound)
+	}
+	if err != nil {
+		return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, err)
+	}
+	info.Token, info.TTL = token.Token(tok), time.Duration(ttlMS)*time.Millisecond
+	info.Expires = wall.Add(time.Duration(exp) - now).UTC()
+	return info, nil
+}
+
+// List returns the live leases whose names start with prefix (all of them
+// for ""), sorted by name (byte order).
+//
+// Errors: lease.ErrInvalid, ErrClosed, or the error of the read or ctx's.
+func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
+	if err := lease.ValidatePrefix(prefix); err != nil {
+		return nil, fmt.Errorf("sqlite: list: %w", err)
+	}
+	now, wall, err := s.readClock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	query := "SELECT name, owner, token, ttl_ms, expires_at FROM leases WHERE expires_at > ?1"
+	args := []any{int64(now)}
+	if prefix != "" {
+		// Names are valid UTF-8, which never holds the byte 0xff, so every
+		// name starting with prefix sorts below prefix + 0xff.
+		query += " AND name >= ?2 AND name < ?3"
+		args = append(args, prefix, prefix+"\xff")
+	}
+	rows, err := s.rdb.QueryContext(ctx, query+" ORDER BY name", args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
+	}
+	defer rows.Close()
+	infos := []lease.Info{}
+	for rows.Next() {
+		var info lease.Info
+		var tok, ttlMS, exp int64
+		if err := rows.Scan(&info.Name, &info.Owner, &tok, &ttlMS, &exp); err != nil {
+			return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
+		}
+		info.Token, info.TTL = token.Token(tok), time.Duration(ttlMS)*time.Millisecond
+		info.Expires = wall.Add(time.Duration(exp) - now).UTC()
+		infos = append(infos, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
+	}
+	return infos, nil
+}
+
+// readClock reads the store's clock for a read. If the clock is in an epoch
+// the file has not seen yet, a write brings the file to it first: deadlines
+// from another epoch cannot be compared with now.
+func (s *Store) readClock(ctx context.Context) (time.Duration, time.Time, error) {
+	select {
+	case <-s.closing:
+		return 0, time.Time{}, ErrClosed
+	default:
+	}
+	if s.clock.Epoch() != *s.epoch.Load() {
+		if err := s.submit(ctx, newOp(opSync)).err; err != nil {
+			return 0, time.Time{}, err
+		}
+	}
+	return s.clock.Now(), s.clock.Wall(), nil
+}

@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// writer is the writer goroutine's connection and its prepared statements:
+// the hot path of every grant is one SELECT and one write on them, plus, per
+// batch, BEGIN, the counter read, the counter write and COMMIT.
+type writer struct {
+	conn *sql.Conn
+
+	begin, commit, rollback *sql.Stmt
+	counter, setCounter     *sql.Stmt
+	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at
+	grant                   *sql.Stmt // upsert a new grant
+	extend                  *sql.Stmt // new ttl and expiry of a held lease
+	drop                    *sql.Stmt // delete a lease row
+	sweep                   *sql.Stmt // delete rows expired before a time
+	put                     *sql.Stmt // upsert a fenced value unless its token is lower
+	kvToken                 *sql.Stmt // key → highest token
+}
+
+func (w *writer) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{
+		{&w.begin, "BEGIN IMMEDIATE"},
+		{&w.commit, "COMMIT"},
+		{&w.rollback, "ROLLBACK"},
+		{&w.counter, "SELECT value FROM counter WHERE id = 1"},
+		{&w.setCounter, "UPDATE counter SET value = ? WHERE id = 1"},
+		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at FROM leases WHERE name = ?"},
+		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
+				granted_at = ?6, expires_at = ?7`},
+		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
+		{&w.drop, "DELETE FROM leases WHERE name = ?"},
+		{&w.sweep, "DELETE FROM leases WHERE expires_at <= ?"},
+		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
+			WHERE ?3 >= kv.token`},
+		{&w.kvToken, "SELECT token FROM kv WHERE key = ?"},
+	} {
+		st, err := w.conn.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.query, err)
+		}
+		*p.stmt = st
+	}
+	return nil
+}
+
+func (w *writer) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter,
+		w.lease, w.grant, w.extend, w.drop, w.sweep, w.put, w.kvToken} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if w.conn != nil {
+		errs = append(errs, w.conn.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,220 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/picketlock/picket/lease"
+)
+
+// Store is a lease.Store in one SQLite file. It is safe for concurrent use.
+// Open one Store per file per process: the writer goroutine of each open
+// Store holds the file's write lock only while it commits a batch, so
+// several Stores (and processes) on one file work, but each adds a writer.
+type Store struct {
+	path      string
+	clock     lease.Clock
+	lockDelay time.Duration
+	logger    log.Logger
+	busy      time.Duration
+	maxBatch  int
+	batchHook func(int, time.Duration)
+
+	wdb   *sql.DB // one connection, the writer's
+	rdb   *sql.DB // query-only pool
+	w     *writer
+	epoch atomic.Pointer[string] // the epoch the file is known to be in
+
+	ops     chan *op      // to the writer goroutine
+	closing chan struct{} // closed by Close
+	done    chan struct{} // closed when the writer goroutine has returned
+	closed  sync.Once
+
+	failure atomic.Pointer[FailedError] // set once, when the store fails closed
+	waiters hub
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// Open opens the store in the file at path, creating the file and its
+// schema if needed, and starts its writer goroutine. The file is put in WAL
+// mode (Open fails if SQLite does not agree), brought to the current schema
+// version and, if the host rebooted since the file was last written, every
+// lease in it is held again for its full TTL from now.
+//
+// Errors: lease.ErrInvalid for an empty or in-memory path or a bad option,
+// ErrNewerSchema for a file from a newer picket, or the error that prevented
+// opening the file.
+func Open(path string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	abs, err := checkPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.clock == nil {
+		cfg.clock = SystemClock()
+	}
+	s := &Store{
+		path:      abs,
+		clock:     cfg.clock,
+		lockDelay: cfg.lockDelay,
+		logger:    cfg.logger,
+		busy:      cfg.busyTimeout,
+		maxBatch:  cfg.maxBatch,
+		batchHook: cfg.batchHook,
+		ops:       make(chan *op, cfg.maxBatch),
+		closing:   make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if err := s.open(context.Background(), cfg.readConns); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, readConns int) error {
+	var err error
+	if s.wdb, err = sql.Open("sqlite", writerDSN(s.path, s.busy)); err != nil {
+		return err
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	conn, err := s.openWriterConn(ctx)
+	if err != nil {
+		return err
+	}
+	s.w = &writer{conn: conn}
+	if err := checkPragmas(ctx, conn); err != nil {
+		return err
+	}
+	if err := s.prepareFile(ctx); err != nil {
+		return err
+	}
+	if err := s.w.prepare(ctx); err != nil {
+		return err
+	}
+	if s.rdb, err = sql.Open("sqlite", readerDSN(s.path, s.busy)); err != nil {
+		return err
+	}
+	s.rdb.SetMaxOpenConns(readConns)
+	s.rdb.SetMaxIdleConns(readConns)
+	return s.rdb.PingContext(ctx)
+}
+
+// openWriterConn opens the writer connection. Its DSN switches the file to
+// WAL mode, which takes a lock: a busy file is retried, never reported.
+func (s *Store) openWriterConn(ctx context.Context) (*sql.Conn, error) {
+	var conn *sql.Conn
+	err := s.retryBusy(ctx, func() error {
+		var err error
+		conn, err = s.wdb.Conn(ctx)
+		return err
+	})
+	return conn, err
+}
+
+// checkPragmas verifies that SQLite agreed to what the DSN asked: WAL mode
+// is a file property SQLite may refuse (for instance on a file system
+// without shared memory) without failing the PRAGMA.
+func checkPragmas(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, not wal: is the file on a local file system?", mode)
+	}
+	var sync int
+	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return fmt.Errorf("read synchronous: %w", err)
+	}
+	if sync != 2 {
+		return fmt.Errorf("synchronous is %d, not 2 (FULL)", sync)
+	}
+	return nil
+}
+
+// Path returns the absolute path of the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the writer goroutine after the batch it is committing, fails
+// the operations still waiting with ErrClosed, waits for the goroutine to
+// return and closes the file. Later calls return nil.
+func (s *Store) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.closing)
+		<-s.done
+		err = s.closeDBs()
+	})
+	return err
+}
+
+func (s *Store) closeDBs() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if s.rdb != nil {
+		keep(s.rdb.Close())
+	}
+	if s.w != nil {
+		keep(s.w.close())
+	}
+	if s.wdb != nil {
+		keep(s.wdb.Close())
+	}
+	if first != nil {
+		return fmt.Errorf("sqlite: close %s: %w", s.path, first)
+	}
+	return nil
+}
+
+// Health returns nil when the store answers a read and has not failed
+// closed. Errors: a *FailedError (matching lease.ErrUnavailable) after a
+// failed commit, ErrClosed, or the error of the read.
+func (s *Store) Health(ctx context.Context) error {
+	if f := s.failure.Load(); f != nil {
+		return f
+	}
+	select {
+	case <-s.closing:
+		return ErrClosed
+	default:
+	}
+	var n int64
+	if err := s.rdb.QueryRowContext(ctx, "SELECT value FROM counter WHERE id = 1").Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: health: %w", err)
+	}
+	return nil
+}
+
+// fail makes the store fail closed: from now on every write is refused.
+func (s *Store) fail(cause error) *FailedError {
+	f := &FailedError{Cause: cause}
+	if s.failure.CompareAndSwap(nil, f) {
+		s.logger.Log("msg", "store failed closed: refusing every write until reopened", "err", cause, "path", s.path)
+		return f
+	}
+	return s.failure.Load()
+}

@@ -1,0 +1,235 @@
+package sqlite
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+type opKind uint8
+
+const (
+	opAcquire opKind = iota + 1
+	opRenew
+	opRelease
+	opPut
+	opSweep
+	opSync // nothing but the epoch check every batch makes
+)
+
+// The states of an op: a caller whose context ends while its op is pending
+// abandons it and the writer skips it; once taken, the op is committed with
+// its batch or not at all.
+const (
+	opPending int32 = iota
+	opTaken
+	opAbandoned
+)
+
+// op is one write waiting for the writer goroutine. Its inputs are
+// validated before it is queued.
+type op struct {
+	kind   opKind
+	name   string // lease name or fenced key
+	holder string
+	owner  string
+	tok    token.Token
+	ttl    time.Duration
+	value  []byte
+
+	state atomic.Int32
+	done  chan struct{} // closed when res is set
+	res   result
+}
+
+// result is what an op produced in its batch.
+type result struct {
+	grant     lease.Grant
+	n         int           // rows swept
+	untilFree time.Duration // for a held name: store-clock time until it may be free
+	err       error
+}
+
+func newOp(kind opKind) *op { return &op{kind: kind, done: make(chan struct{})} }
+
+// submit queues o for the writer and waits for its result. If ctx ends
+// first, submit returns ctx's error at once; an op already taken into a
+// batch is still committed (or not) with it.
+func (s *Store) submit(ctx context.Context, o *op) result {
+	if f := s.failure.Load(); f != nil {
+		return result{err: f}
+	}
+	if err := ctx.Err(); err != nil {
+		return result{err: err}
+	}
+	select {
+	case s.ops <- o:
+	case <-ctx.Done():
+		return result{err: ctx.Err()}
+	case <-s.closing:
+		return result{err: ErrClosed}
+	}
+	select {
+	case <-o.done:
+		return o.res
+	case <-ctx.Done():
+		o.state.CompareAndSwap(opPending, opAbandoned)
+		return result{err: ctx.Err()}
+	case <-s.done:
+		// The writer has returned; an op it had not taken stays queued
+		// forever.
+		if o.state.CompareAndSwap(opPending, opAbandoned) {
+			return result{err: ErrClosed}
+		}
+		<-o.done
+		return o.res
+	}
+}
+
+// writeLoop is the writer goroutine: it takes the ops that are waiting, up
+// to maxBatch, and commits them as one batch.
+func (s *Store) writeLoop() {
+	defer close(s.done)
+	batch := make([]*op, 0, s.maxBatch)
+	for {
+		select {
+		case <-s.closing:
+			s.drain()
+			return
+		default:
+		}
+		select {
+		case <-s.closing:
+			s.drain()
+			return
+		case o := <-s.ops:
+			batch = take(batch[:0], o)
+		}
+	gather:
+		for len(batch) < s.maxBatch {
+			select {
+			case o := <-s.ops:
+				batch = take(batch, o)
+			default:
+				break gather
+			}
+		}
+		if len(batch) > 0 {
+			s.runBatch(batch)
+		}
+		clear(batch)
+	}
+}
+
+func take(batch []*op, o *op) []*op {
+	if o.state.CompareAndSwap(opPending, opTaken) {
+		batch = append(batch, o)
+	}
+	return batch
+}
+
+// drain answers the ops still queued when the store closes.
+func (s *Store) drain() {
+	for {
+		select {
+		case o := <-s.ops:
+			if o.state.CompareAndSwap(opPending, opTaken) {
+				o.res = result{err: ErrClosed}
+				close(o.done)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// runBatch commits batch, retrying while the file is locked by another
+// process, and answers every op: with its own result after the commit, or
+// all with the same error if the batch failed.
+func (s *Store) runBatch(batch []*op) {
+	answer := func(err error) {
+		for _, o := range batch {
+			o.res = result{err: err}
+			close(o.done)
+		}
+	}
+	if f := s.failure.Load(); f != nil {
+		answer(f)
+		return
+	}
+	start := time.Now()
+	var results []result
+	err := s.retryBusy(context.Background(), func() error {
+		var err error
+		results, err = s.execBatch(batch)
+		return err
+	})
+	if err != nil {
+		s.logger.Log("msg", "batch failed", "err", err, "ops", len(batch))
+		if isFatal(err) {
+			answer(s.fail(err))
+			return
+		}
+		answer(unavailable("commit", err))
+		return
+	}
+	took := time.Since(start)
+	for i, o := range batch {
+		o.res = results[i]
+		close(o.done)
+		if o.kind == opRelease && results[i].err == nil {
+			s.waiters.notify(o.name)
+		}
+	}
+	if s.batchHook != nil {
+		s.batchHook(len(batch), took)
+	}
+}
+
+// Go-side retries of a busy file, on top of SQLite's busy handler: SQLite
+// returns SQLITE_BUSY without waiting in a few cases (a WAL being recovered,
+// a deadlock it detects), and a writer that has waited busy_timeout once
+// gets another chance before its callers see an error.
+const (
+	busyRetries    = 20
+	busyFirstSleep = time.Millisecond
+	busyMaxSleep   = 50 * time.Millisecond
+)
+
+// retryBusy runs fn until it returns something other than a busy error, at
+// most busyRetries times, and no more than three times once the busy timeout
+// has passed, with short jittered sleeps between attempts.
+func (s *Store) retryBusy(ctx context.Context, fn func() error) error {
+	start := time.Now()
+	sleep := busyFirstSleep
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !isBusy(err) || attempt >= busyRetries || (attempt >= 3 && time.Since(start) >= s.busy) {
+			return err
+		}
+		d := sleep/2 + rand.N(sleep)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return err
+		}
+		sleep = min(2*sleep, busyMaxSleep)
+	}
+}
+
+// rollback ends the writer's transaction after an error. SQLite may have
+// rolled it back already (after SQLITE_FULL, an I/O error, ...), and then
+// ROLLBACK fails harmlessly with SQLITE_ERROR; any other failure leaves the
+// connection in an unknown state, and the store fails closed.
+func (s *Store) rollback() {
+	_, err := s.w.conn.ExecContext(context.Background(), "ROLLBACK")
+	if err != nil && sqliteCode(err) != sqlite3.SQLITE_ERROR { // no transaction is active
+		s.fail(err)
+	}
+}
