@@ -1,0 +1,277 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// MaxBodyBytes bounds every request body, JSON or fenced value: 1 MiB. A
+// larger body is answered 413 too_large.
+const MaxBodyBytes = 1 << 20
+
+// decodeAcquire reads the body of POST /v1/acquire: {"name", "ttl_ms",
+// "owner"?, "holder"?, "wait_ms"?}. An absent holder comes back empty: the
+// server chooses one. Every other field is validated as Store.Acquire would.
+func decodeAcquire(r io.Reader) (lease.AcquireRequest, error) {
+	var (
+		name, owner, holder *string
+		ttlMS, waitMS       *int64
+	)
+	err := decodeObject(r, []member{
+		{"name", &name, true},
+		{"ttl_ms", &ttlMS, true},
+		{"owner", &owner, false},
+		{"holder", &holder, false},
+		{"wait_ms", &waitMS, false},
+	})
+	if err != nil {
+		return lease.AcquireRequest{}, err
+	}
+	req := lease.AcquireRequest{Name: *name}
+	if req.TTL, err = millis("ttl_ms", *ttlMS, lease.MinTTL, lease.MaxTTL); err != nil {
+		return lease.AcquireRequest{}, err
+	}
+	if waitMS != nil {
+		if req.Wait, err = millis("wait_ms", *waitMS, 0, lease.MaxWait); err != nil {
+			return lease.AcquireRequest{}, err
+		}
+	}
+	if owner != nil {
+		req.Owner = *owner
+	}
+	check := req
+	if holder != nil {
+		if *holder == "" {
+			return lease.AcquireRequest{}, invalid("holder is empty: leave it out to have the server choose one")
+		}
+		req.Holder = *holder
+		check.Holder = *holder
+	} else {
+		check.Holder = "server-chosen" // stands in for the holder the server will choose
+	}
+	if err := check.Validate(); err != nil {
+		return lease.AcquireRequest{}, err
+	}
+	return req, nil
+}
+
+// renewRequest is the decoded body of POST /v1/renew; a zero TTL keeps the
+// lease's TTL.
+type renewRequest struct {
+	Name   string
+	Holder string
+	Token  token.Token
+	TTL    time.Duration
+}
+
+// decodeRenew reads the body of POST /v1/renew: {"name", "holder", "token",
+// "ttl_ms"?}.
+func decodeRenew(r io.Reader) (renewRequest, error) {
+	var (
+		name, holder *string
+		tok          *uint64
+		ttlMS        *int64
+	)
+	err := decodeObject(r, []member{
+		{"name", &name, true},
+		{"holder", &holder, true},
+		{"token", &tok, true},
+		{"ttl_ms", &ttlMS, false},
+	})
+	if err != nil {
+		return renewRequest{}, err
+	}
+	req := renewRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
+	if ttlMS != nil {
+		if req.TTL, err = millis("ttl_ms", *ttlMS, lease.MinTTL, lease.MaxTTL); err != nil {
+			return renewRequest{}, err
+		}
+	}
+	if err := lease.ValidateRenew(req.Name, req.Holder, req.Token, req.TTL); err != nil {
+		return renewRequest{}, err
+	}
+	return req, nil
+}
+
+// releaseRequest is the decoded body of POST /v1/release.
+type releaseRequest struct {
+	Name   string
+	Holder string
+	Token  token.Token
+}
+
+// decodeRelease reads the body of POST /v1/release: {"name", "holder",
+// "token"}.
+func decodeRelease(r io.Reader) (releaseRequest, error) {
+	var (
+		name, holder *string
+		tok          *uint64
+	)
+	err := decodeObject(r, []member{
+		{"name", &name, true},
+		{"holder", &holder, true},
+		{"token", &tok, true},
+	})
+	if err != nil {
+		return releaseRequest{}, err
+	}
+	req := releaseRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
+	if err := lease.ValidateRelease(req.Name, req.Holder, req.Token); err != nil {
+		return releaseRequest{}, err
+	}
+	return req, nil
+}
+
+// millis converts a count of milliseconds into a duration, refusing anything
+// outside [min, max] before it can overflow.
+func millis(what string, ms int64, min, max time.Duration) (time.Duration, error) {
+	if ms < min.Milliseconds() || ms > max.Milliseconds() {
+		return 0, invalid("%s %d is out of bounds [%d, %d]", what, ms, min.Milliseconds(), max.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// member is one member a JSON object may have: dst points to a nil pointer of
+// the member's type (**string, **int64, **uint64), set when the member is
+// present and not null.
+type member struct {
+	name     string
+	dst      any
+	required bool
+}
+
+// decodeObject reads exactly one JSON object from r into members, strictly:
+// member names match exactly (not case-insensitively), each at most once;
+// unknown members, values of the wrong type, a missing required member,
+// invalid UTF-8 and anything after the object are errors matching
+// lease.ErrInvalid. null counts as absent. A body over the reader's limit
+// returns the *http.MaxBytesError.
+func decodeObject(r io.Reader, members []member) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return bodyError(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return invalid("body is not a JSON object")
+	}
+	seen := make(map[string]bool, len(members))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bodyError(err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return invalid("body is not valid JSON")
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return bodyError(err)
+		}
+		m, ok := findMember(members, key)
+		if !ok {
+			return invalid("unknown member %q", key)
+		}
+		if seen[key] {
+			return invalid("member %q appears twice", key)
+		}
+		seen[key] = true
+		if !utf8.Valid(raw) {
+			return invalid("member %q is not valid UTF-8", key)
+		}
+		if err := json.Unmarshal(raw, m.dst); err != nil {
+			return invalid("member %q: %s is not a %s", key, truncate(raw, 40), typeName(m.dst))
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return bodyError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil && !isSyntaxError(err) {
+			return bodyError(err)
+		}
+		return invalid("body has data after the JSON object")
+	}
+	for _, m := range members {
+		if m.required && isNilTarget(m.dst) {
+			return invalid("member %q is missing", m.name)
+		}
+	}
+	return nil
+}
+
+func findMember(members []member, name string) (member, bool) {
+	for _, m := range members {
+		if m.name == name {
+			return m, true
+		}
+	}
+	return member{}, false
+}
+
+func isNilTarget(dst any) bool {
+	switch p := dst.(type) {
+	case **string:
+		return *p == nil
+	case **int64:
+		return *p == nil
+	case **uint64:
+		return *p == nil
+	}
+	panic(fmt.Sprintf("httpapi: member of unexpected type %T", dst))
+}
+
+func typeName(dst any) string {
+	switch dst.(type) {
+	case **string:
+		return "string"
+	case **int64:
+		return "whole number"
+	case **uint64:
+		return "positive whole number"
+	}
+	return fmt.Sprintf("%T", dst)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// bodyError turns an error from reading a JSON body into one the table maps:
+// the *http.MaxBytesError stays (413), everything else is bad_request.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return fmt.Errorf("httpapi: body is over %d bytes: %w", mbe.Limit, err)
+	case err == io.EOF:
+		return invalid("body is empty, want a JSON object")
+	case err == io.ErrUnexpectedEOF:
+		return invalid("body ends inside its JSON value")
+	case isSyntaxError(err):
+		return invalid("body is not valid JSON: %v", err)
+	}
+	return invalid("reading body: %v", err)
+}
+
+func isSyntaxError(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se)
+}
+
+// invalid returns an error matching lease.ErrInvalid.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("httpapi: %w: %s", lease.ErrInvalid, fmt.Sprintf(format, args...))
+}

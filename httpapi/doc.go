@@ -1,0 +1,69 @@
+// Package httpapi puts a lease.Store on the network: Server serves HTTP API v1
+// over any Store (usually storage/sqlite), and Client is a lease.Store that
+// talks to such a server. A lease.Manager over a Client behaves as it does
+// over an embedded store: the same grants, the same errors, the same
+// KeepAlive and Context.
+//
+// # The idea
+//
+// A lock service across machines needs one place that hands out tokens;
+// picket's is one SQLite file, and this package lets many machines reach it.
+// The server adds no lock logic of its own: every decision (who holds a name,
+// which token comes next, when a lease has expired) is the store's, made on
+// the store's clock. The server only decodes requests strictly, validates
+// them, forwards them, and maps the store's errors to the wire through one
+// table that the client reads back, so that
+//
+//	errors.Is(err, lease.ErrHeld)          errors.As(err, new(*lease.HeldError))
+//	errors.Is(err, lease.ErrLost)          errors.Is(err, lease.ErrInvalid)
+//	errors.Is(err, token.ErrStale)         errors.As(err, new(*token.StaleError))
+//	errors.Is(err, lease.ErrNotFound)      errors.Is(err, lease.ErrUnavailable)
+//
+// hold across the wire exactly as they hold in process.
+//
+// Fencing lives where the data lives. Besides leases the server can keep
+// fenced values (WithKV): PUT /v1/kv/{key} with a Fencing-Token header is
+// refused with 409 stale_token once the key has seen a higher token, in the
+// same transaction as the write.
+//
+// # The wire
+//
+// JSON in and out, except raw fenced values and /metrics. Errors are
+// {"error": CODE, "message": TEXT}; see the Code constants. The routes:
+//
+//	POST /v1/acquire        {"name", "ttl_ms", "owner"?, "holder"?, "wait_ms"?}  → grant
+//	POST /v1/renew          {"name", "holder", "token", "ttl_ms"?}                 → grant
+//	POST /v1/release        {"name", "holder", "token"}                            → {"released": true}
+//	GET  /v1/leases/{name}  → info, 404 when no live lease
+//	GET  /v1/leases?prefix=P → {"leases": [info...]} sorted by name
+//	PUT  /v1/kv/{key}       raw value + Fencing-Token header → {"key", "token"}
+//	GET  /v1/kv/{key}       → raw value, Fencing-Token header = highest token
+//	GET  /healthz           → {"status": "ok"} or 503
+//	GET  /metrics           → Prometheus text format
+//
+// grant = {"name", "holder", "owner", "token", "ttl_ms", "expires_at"} with
+// expires_at in RFC 3339, UTC; info is a grant without the holder, the secret
+// that renew and release need. Names and keys in paths are percent-escaped;
+// a path that is not canonical ("a//b", "." or ".." segments) is a 400, not
+// a redirect, so a name with such parts escapes "/" as %2F.
+//
+// # Hardening
+//
+// Bodies are limited to MaxBodyBytes (413 too_large); a JSON body is exactly
+// one object whose member names match exactly, each once, nothing unknown,
+// nothing after it (400 bad_request). TTLs and waits out of bounds are
+// refused, never clamped. With WithAuthToken every /v1/ request needs
+// "Authorization: Bearer <token>", compared in constant time; /healthz and
+// /metrics stay open. NewHTTPServer sets the http.Server timeouts; a long
+// poll extends its own connection's deadlines.
+//
+// # Wiring
+//
+//	m := httpapi.NewMetrics()
+//	st, err := sqlite.Open(path, sqlite.WithBatchHook(m.ObserveBatch))
+//	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(m),
+//		httpapi.WithAuthToken(tok), httpapi.WithLogger(logger))
+//	hs := httpapi.NewHTTPServer(srv, logger)
+//	ln, err := net.Listen("tcp", addr)
+//	err = hs.Serve(ln) // and hs.Shutdown(ctx) on a signal, then st.Close()
+package httpapi

@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// Error codes: the "error" member of every error body. They are the contract
+// with clients in other languages; see DESIGN.md, "HTTP API v1".
+const (
+	CodeBadRequest   = "bad_request"
+	CodeUnauthorized = "unauthorized"
+	CodeNotFound     = "not_found"
+	CodeHeld         = "held"
+	CodeLost         = "lost"
+	CodeStaleToken   = "stale_token"
+	CodeTooLarge     = "too_large"
+	CodeInternal     = "internal"
+	CodeUnavailable  = "unavailable"
+)
+
+// Errors for the codes that have no sentinel in lease or token.
+var (
+	// ErrUnauthorized: the request lacked the server's bearer token.
+	ErrUnauthorized = errors.New("httpapi: unauthorized")
+
+	// ErrTooLarge: the request body was over MaxBodyBytes.
+	ErrTooLarge = errors.New("httpapi: request body too large")
+
+	// ErrInternal: the server failed in a way it did not expect.
+	ErrInternal = errors.New("httpapi: internal server error")
+)
+
+// errorCode is one row of the table that maps errors to the wire and back.
+type errorCode struct {
+	code   string
+	status int
+	err    error // what the code means; errors.Is on the server, Unwrap on the client
+}
+
+// errorCodes is the one table shared by Server and Client. The server takes
+// the first row whose err matches (errors.Is), so the order is a priority:
+// the typed details (held, stale) before the plainer sentinels. An error that
+// matches no row is internal. The client reads the first row of a code.
+var errorCodes = []errorCode{
+	{CodeTooLarge, http.StatusRequestEntityTooLarge, ErrTooLarge},
+	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
+	{CodeHeld, http.StatusConflict, lease.ErrHeld},
+	{CodeStaleToken, http.StatusConflict, token.ErrStale},
+	{CodeLost, http.StatusConflict, lease.ErrLost},
+	{CodeNotFound, http.StatusNotFound, lease.ErrNotFound},
+	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid},
+	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid}, // server side only: the client reads the row above
+	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnavailable},
+	{CodeInternal, http.StatusInternalServerError, ErrInternal},
+}
+
+// codeFor returns the row for err. A request body over the limit is
+// too_large; an ended context (the client went away, the server is shutting
+// down) is unavailable; anything unknown is internal.
+func codeFor(err error) errorCode {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errorCodes[0]
+	}
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			return c
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return rowFor(CodeUnavailable)
+	}
+	return rowFor(CodeInternal)
+}
+
+// lookupCode returns the row of code, or ok == false.
+func lookupCode(code string) (errorCode, bool) {
+	for _, c := range errorCodes {
+		if c.code == code {
+			return c, true
+		}
+	}
+	return errorCode{}, false
+}
+
+// rowFor returns the row of a code the table has.
+func rowFor(code string) errorCode {
+	c, ok := lookupCode(code)
+	if !ok {
+		panic("httpapi: no row for code " + code)
+	}
+	return c
+}
+
+// Error is an error answer from a picket server, as the Client returns it.
+// It unwraps to the error its code stands for, so errors.Is(err,
+// lease.ErrHeld), errors.As(err, new(*lease.HeldError)), errors.Is(err,
+// token.ErrStale) and errors.As(err, new(*token.StaleError)) work across the
+// wire as they do in process. An unknown code unwraps to nothing.
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // the "error" member: one of the Code constants, or what the server sent
+	Message string // the "message" member, for people
+
+	detail error // *lease.HeldError, *token.StaleError or the code's sentinel
+}
+
+func (e *Error) Error() string {
+	code := e.Code
+	if code == "" {
+		code = "no error code"
+	}
+	return fmt.Sprintf("httpapi: server answered %d %s: %s", e.Status, code, e.Message)
+}
+
+// Unwrap returns the error the code stands for.
+func (e *Error) Unwrap() error { return e.detail }

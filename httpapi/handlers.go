@@ -1,0 +1,148 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// deadlineSlack is how much longer than its wait_ms a long poll may keep its
+// connection's read and write deadlines.
+const deadlineSlack = 30 * time.Second
+
+// acquire answers POST /v1/acquire with a grant. Without a holder in the
+// body the server chooses one, 128 random bits in hex, and the grant carries
+// it. With wait_ms the store waits that long for the name to come free (a
+// release wakes it) before answering 409 held.
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeAcquire(r.Body)
+	if err != nil {
+		return err
+	}
+	if req.Holder == "" {
+		req.Holder = newHolder()
+	}
+	if req.Wait > 0 {
+		s.metrics.waiting.Inc()
+		defer s.metrics.waiting.Dec()
+		// The connection's deadlines (http.Server's ReadTimeout and
+		// WriteTimeout) must not end a long poll early: a read deadline
+		// that passes cancels the request's context.
+		rc := http.NewResponseController(w)
+		until := time.Now().Add(req.Wait + deadlineSlack)
+		_ = rc.SetReadDeadline(until)
+		_ = rc.SetWriteDeadline(until)
+	}
+	g, err := s.store.Acquire(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, grantToJSON(g))
+}
+
+// renew answers POST /v1/renew with the renewed grant.
+func (s *Server) renew(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeRenew(r.Body)
+	if err != nil {
+		return err
+	}
+	g, err := s.store.Renew(r.Context(), req.Name, req.Holder, req.Token, req.TTL)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, grantToJSON(g))
+}
+
+// release answers POST /v1/release with {"released": true}.
+func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeRelease(r.Body)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Release(r.Context(), req.Name, req.Holder, req.Token); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, releasedJSON{Released: true})
+}
+
+// get answers GET /v1/leases/{name...} with the lease's public view.
+func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := lease.ValidateName(name); err != nil {
+		return err
+	}
+	info, err := s.store.Get(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, infoToJSON(info))
+}
+
+// list answers GET /v1/leases?prefix=P with {"leases": [...]}, sorted by
+// name as the store returns them.
+func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return invalid("bad query string: %v", err)
+	}
+	if len(q["prefix"]) > 1 {
+		return invalid("prefix is given %d times", len(q["prefix"]))
+	}
+	prefix := q.Get("prefix")
+	if err := lease.ValidatePrefix(prefix); err != nil {
+		return err
+	}
+	infos, err := s.store.List(r.Context(), prefix)
+	if err != nil {
+		return err
+	}
+	out := listJSON{Leases: make([]infoJSON, 0, len(infos))}
+	for _, i := range infos {
+		out.Leases = append(out.Leases, infoToJSON(i))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// healthz answers GET /healthz: 200 {"status": "ok"} when the store answers,
+// 503 unavailable otherwise.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if err := s.health(r.Context()); err != nil {
+		return &unhealthyError{err: err}
+	}
+	return writeJSON(w, http.StatusOK, healthJSON{Status: "ok"})
+}
+
+// healthName is the name the default health check looks up.
+const healthName = "picket/healthz"
+
+// getHealth is the health check of a store that has none: the store answers
+// a Get.
+func (s *Server) getHealth(ctx context.Context) error {
+	_, err := s.store.Get(ctx, healthName)
+	if err == nil || errors.Is(err, lease.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// unhealthyError is a failed health check: always unavailable, whatever the
+// store's error matches.
+type unhealthyError struct{ err error }
+
+func (e *unhealthyError) Error() string { return "httpapi: store unhealthy: " + e.err.Error() }
+
+// Is makes it unavailable.
+func (e *unhealthyError) Is(target error) bool { return target == lease.ErrUnavailable }
+
+// newHolder returns 128 random bits in hex.
+func newHolder() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

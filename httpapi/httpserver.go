@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	stdlog "log"
+	"net/http"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// Defaults for the *http.Server that NewHTTPServer returns.
+const (
+	// DefaultReadHeaderTimeout bounds reading a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+
+	// DefaultReadTimeout bounds reading a whole request, body included. A
+	// long poll (wait_ms) extends its own connection's deadline.
+	DefaultReadTimeout = 30 * time.Second
+
+	// DefaultWriteTimeout bounds a request from the end of its headers to the
+	// end of its answer: longer than the longest wait_ms.
+	DefaultWriteTimeout = lease.MaxWait + 30*time.Second
+
+	// DefaultIdleTimeout bounds how long a kept-alive connection waits for
+	// its next request.
+	DefaultIdleTimeout = 2 * time.Minute
+
+	// DefaultMaxHeaderBytes bounds a request's headers.
+	DefaultMaxHeaderBytes = 64 << 10
+)
+
+// NewHTTPServer returns an *http.Server for h (usually a *Server) with every
+// timeout set (the Default* constants) and the server's own errors logged to
+// logger at level warn (nil: not logged). Addr is left empty: listen first
+// with net.Listen, so a bind error comes back at once, then call Serve.
+func NewHTTPServer(h http.Handler, logger log.Logger) *http.Server {
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Warn(logger)), "", 0),
+	}
+}

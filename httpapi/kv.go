@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// KV is the fenced key-value store a Server can serve at /v1/kv/: a value per
+// key together with the highest token that key has seen. storage/sqlite's
+// store implements it, and so does Client.
+type KV interface {
+	// PutFenced stores value under key if tok is at least the highest token
+	// the key has seen, and makes tok the highest. Errors: one matching
+	// lease.ErrInvalid (or token.ErrInvalid) for a bad key or token, a
+	// *token.StaleError (token.ErrStale) for a lower token, or
+	// lease.ErrUnavailable.
+	PutFenced(ctx context.Context, key string, value []byte, tok token.Token) error
+
+	// GetFenced returns the value under key and the highest token it has
+	// seen. Errors: lease.ErrInvalid, lease.ErrNotFound, lease.ErrUnavailable.
+	GetFenced(ctx context.Context, key string) ([]byte, token.Token, error)
+}
+
+// kvPut answers PUT /v1/kv/{key...}: the body is the value, the
+// Fencing-Token header (required, at least 1) the writer's token.
+func (s *Server) kvPut(w http.ResponseWriter, r *http.Request) error {
+	if s.kv == nil {
+		return errNoKV
+	}
+	key := r.PathValue("key")
+	if err := lease.ValidateName(key); err != nil {
+		return err
+	}
+	tok, err := token.FromRequest(r)
+	if err != nil {
+		return err
+	}
+	value, err := io.ReadAll(r.Body)
+	if err != nil {
+		return bodyError(err)
+	}
+	if err := s.kv.PutFenced(r.Context(), key, value, tok); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, kvPutJSON{Key: key, Token: uint64(tok)})
+}
+
+// kvGet answers GET /v1/kv/{key...} with the raw value and, in the
+// Fencing-Token header, the highest token the key has seen.
+func (s *Server) kvGet(w http.ResponseWriter, r *http.Request) error {
+	if s.kv == nil {
+		return errNoKV
+	}
+	key := r.PathValue("key")
+	if err := lease.ValidateName(key); err != nil {
+		return err
+	}
+	value, tok, err := s.kv.GetFenced(r.Context(), key)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(value)))
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	token.Set(h, tok)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(value)
+	return nil
+}
+
+var errNoKV = fmt.Errorf("httpapi: %w: this server keeps no fenced values", lease.ErrNotFound)

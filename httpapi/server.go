@@ -1,0 +1,281 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// Server serves HTTP API v1 over a lease.Store and, optionally, a fenced KV.
+// It is an http.Handler; NewHTTPServer wraps it in an *http.Server with the
+// timeouts it needs. A Server holds no goroutines and needs no closing; the
+// store stays the caller's to close.
+type Server struct {
+	store   lease.Store
+	kv      KV
+	health  func(context.Context) error
+	auth    *[sha256.Size]byte // SHA-256 of the bearer token; nil: no auth
+	logger  log.Logger
+	metrics *Metrics
+	mux     *http.ServeMux
+}
+
+// HealthChecker is implemented by stores that can say whether they answer
+// (storage/sqlite, Client). NewServer finds it by type assertion on the
+// store: it is a capability of the store, not a choice of the caller.
+type HealthChecker interface {
+	// Health returns nil when the store answers and can grant.
+	Health(ctx context.Context) error
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithKV serves the fenced KV (PUT and GET /v1/kv/{key...}) from kv, usually
+// the same storage/sqlite store that holds the leases. Without it the KV
+// routes answer 404 not_found: serving values is a decision, so it is given
+// explicitly rather than guessed from the store's type.
+func WithKV(kv KV) Option { return func(s *Server) { s.kv = kv } }
+
+// WithAuthToken makes every /v1/ request need the header "Authorization:
+// Bearer <tok>", compared in constant time; others answer 401 unauthorized.
+// /healthz and /metrics stay open. The empty token turns auth off (the
+// default). The caller trims the token it read from a file.
+func WithAuthToken(tok string) Option {
+	return func(s *Server) {
+		if tok == "" {
+			s.auth = nil
+			return
+		}
+		sum := sha256.Sum256([]byte(tok))
+		s.auth = &sum
+	}
+}
+
+// WithLogger sets the logger (default: none). The server logs 5xx answers at
+// level error and every other failed request at level debug, with the keys
+// msg, op, err; it never logs the Authorization header.
+func WithLogger(l log.Logger) Option { return func(s *Server) { s.logger = l } }
+
+// WithMetrics counts into m instead of new Metrics; create m first when the
+// store should feed its batch histogram (see Metrics.ObserveBatch).
+func WithMetrics(m *Metrics) Option { return func(s *Server) { s.metrics = m } }
+
+// NewServer returns a Server over store. If store implements HealthChecker,
+// GET /healthz asks it; otherwise it answers 200 when a Get on the store
+// answers.
+func NewServer(store lease.Store, opts ...Option) *Server {
+	s := &Server{store: store, logger: log.NewNopLogger()}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if hc, ok := store.(HealthChecker); ok {
+		s.health = hc.Health
+	} else {
+		s.health = s.getHealth
+	}
+	s.routes()
+	return s
+}
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// routes registers every route. Every pattern registered with s.route needs
+// the bearer token when the server has one; s.open ones never do. The
+// method-less patterns answer 405 for the methods a path does not take and
+// 404 elsewhere, so that ServeMux never answers with its plain-text pages or
+// redirects: every answer is JSON but raw KV values and /metrics.
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.route("POST /v1/acquire", opAcquire, s.acquire)
+	s.route("POST /v1/renew", opRenew, s.renew)
+	s.route("POST /v1/release", opRelease, s.release)
+	s.route("GET /v1/leases/{name...}", opGet, s.get)
+	s.route("GET /v1/leases", opList, s.list)
+	s.route("PUT /v1/kv/{key...}", opKVPut, s.kvPut)
+	s.route("GET /v1/kv/{key...}", opKVGet, s.kvGet)
+	s.open("GET /healthz", opHealth, s.healthz)
+	s.mux.Handle("GET /metrics", s.metrics.Handler())
+
+	s.route("/v1/acquire", opOther, notAllowed(http.MethodPost))
+	s.route("/v1/renew", opOther, notAllowed(http.MethodPost))
+	s.route("/v1/release", opOther, notAllowed(http.MethodPost))
+	s.route("/v1/leases/{name...}", opOther, notAllowed(http.MethodGet, http.MethodHead))
+	s.route("/v1/leases", opOther, notAllowed(http.MethodGet, http.MethodHead))
+	s.route("/v1/kv/{key...}", opOther, notAllowed(http.MethodGet, http.MethodHead, http.MethodPut))
+	s.route("/v1/kv", opOther, notFound) // else ServeMux redirects it to /v1/kv/
+	s.route("/v1/", opOther, notFound)
+	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
+	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
+	s.open("/", opOther, notFound)
+}
+
+// ServeHTTP answers one request. It bounds the body to MaxBodyBytes and
+// refuses paths that are not canonical (such as "/v1/leases/a//b": escape a
+// name's "/" as %2F, or "." and ".." as %2E) rather than redirecting them.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if p := r.URL.EscapedPath(); p != cleanPath(p) {
+		start := time.Now()
+		code := s.writeError(w, r, opOther, invalid("path %q is not canonical; escape names with %%2F for / and %%2E for a . or .. segment", p))
+		s.metrics.observe(opOther, code, time.Since(start))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// handler answers one request, or returns the error to answer with; it
+// returns an error only if it has written nothing.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// route registers h behind the bearer token.
+func (s *Server) route(pattern, op string, h handler) {
+	s.mux.Handle(pattern, s.instrument(op, func(w http.ResponseWriter, r *http.Request) error {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
+			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
+		}
+		return h(w, r)
+	}))
+}
+
+// open registers h with no auth.
+func (s *Server) open(pattern, op string, h handler) { s.mux.Handle(pattern, s.instrument(op, h)) }
+
+func (s *Server) instrument(op string, h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		code := "ok"
+		if err := h(w, r); err != nil {
+			code = s.writeError(w, r, op, err)
+		}
+		s.metrics.observe(op, code, time.Since(start))
+	})
+}
+
+// authorized reports whether r carries the server's bearer token. Both sides
+// are hashed first, so the comparison takes the same time whatever the
+// lengths.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.auth == nil {
+		return true
+	}
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(cred))
+	return subtle.ConstantTimeCompare(sum[:], s.auth[:]) == 1
+}
+
+// writeJSON writes v as the whole answer.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("httpapi: encoding answer: %w", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+// writeError answers err with its row of the error table and returns the
+// code. Held and stale_token answers carry their details; internal ones hide
+// theirs in the log.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, err error) string {
+	c := codeFor(err)
+	status := c.status
+	body := errorJSON{Error: c.code, Message: err.Error()}
+	var (
+		held  *lease.HeldError
+		stale *token.StaleError
+		mna   *methodNotAllowedError
+	)
+	switch {
+	case c.code == CodeHeld && errors.As(err, &held):
+		body.Owner = &held.Owner
+		if !held.Expires.IsZero() {
+			body.ExpiresAt = formatTime(held.Expires)
+		}
+	case c.code == CodeHeld:
+		empty := ""
+		body.Owner = &empty
+	case c.code == CodeStaleToken && errors.As(err, &stale):
+		highest := uint64(stale.Highest)
+		body.Highest = &highest
+	case c.code == CodeInternal:
+		body.Message = "internal error; the server's log has the details"
+	case errors.As(err, &mna):
+		status = http.StatusMethodNotAllowed
+		w.Header().Set("Allow", mna.allow)
+	}
+	if status >= 500 {
+		level.Error(s.logger).Log("msg", "request failed", "op", op, "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	} else {
+		level.Debug(s.logger).Log("msg", "request refused", "op", op, "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	_ = writeJSON(w, status, body)
+	return c.code
+}
+
+// methodNotAllowedError answers 405 with code bad_request.
+type methodNotAllowedError struct {
+	method, path, allow string
+}
+
+func (e *methodNotAllowedError) Error() string {
+	return fmt.Sprintf("httpapi: method %s is not allowed on %s (allowed: %s)", e.method, e.path, e.allow)
+}
+
+// Is makes it a bad_request.
+func (e *methodNotAllowedError) Is(target error) bool { return target == lease.ErrInvalid }
+
+func notAllowed(methods ...string) handler {
+	allow := strings.Join(methods, ", ")
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return &methodNotAllowedError{method: r.Method, path: r.URL.Path, allow: allow}
+	}
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) error {
+	return fmt.Errorf("httpapi: %w: no route %s %s", lease.ErrNotFound, r.Method, r.URL.Path)
+}
+
+// cleanPath is the canonical form ServeMux would redirect p to.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/"
+	}
+	return np
+}
