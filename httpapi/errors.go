@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
@@ -121,3 +124,50 @@ func (e *Error) Error() string {
 
 // Unwrap returns the error the code stands for.
 func (e *Error) Unwrap() error { return e.detail }
+
+// maxErrorBody bounds how much of an error answer the client reads.
+const maxErrorBody = 64 << 10
+
+// answerError reads an error answer back into an *Error that unwraps to what
+// its code stands for: a *lease.HeldError (with sub's name, the owner and the
+// expiry sent), a *token.StaleError (with sub's key and token and the highest
+// token sent), or the code's sentinel. An unknown code, or a body that is not
+// an error body, unwraps to nothing.
+func answerError(resp *http.Response, sub subject) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &Error{Status: resp.StatusCode}
+	var body errorJSON
+	if err := json.Unmarshal(raw, &body); err != nil || body.Error == "" {
+		e.Message = strings.TrimSpace(truncate(raw, 200))
+		if e.Message == "" {
+			e.Message = http.StatusText(resp.StatusCode)
+		}
+		return e
+	}
+	e.Code, e.Message = body.Error, body.Message
+	row, ok := lookupCode(body.Error)
+	if !ok {
+		return e
+	}
+	e.detail = row.err
+	switch row.code {
+	case CodeHeld:
+		held := &lease.HeldError{Name: sub.name}
+		if body.Owner != nil {
+			held.Owner = *body.Owner
+		}
+		if body.ExpiresAt != "" {
+			if t, err := parseTime(body.ExpiresAt); err == nil {
+				held.Expires = t
+			}
+		}
+		e.detail = held
+	case CodeStaleToken:
+		stale := &token.StaleError{Resource: sub.name, Token: sub.tok}
+		if body.Highest != nil {
+			stale.Highest = token.Token(*body.Highest)
+		}
+		e.detail = stale
+	}
+	return e
+}

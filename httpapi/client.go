@@ -1,0 +1,270 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// Client is a lease.Store on a picket server, and a KV for its fenced values.
+// Errors come back as they would from an embedded store (see Error). A Client
+// is safe for concurrent use.
+type Client struct {
+	base string // the server's URL without a trailing slash
+	hc   *http.Client
+	auth string
+}
+
+var (
+	_ lease.Store   = (*Client)(nil)
+	_ KV            = (*Client)(nil)
+	_ HealthChecker = (*Client)(nil)
+)
+
+// ClientOption configures a Client.
+type ClientOption interface{ applyClient(*Client) }
+
+type clientOption func(*Client)
+
+func (f clientOption) applyClient(c *Client) { f(c) }
+
+// WithHTTPClient sends requests with hc instead of a new http.Client. Leave
+// hc.Timeout zero or longer than lease.MaxWait: a request's context already
+// bounds it, long polls included.
+func WithHTTPClient(hc *http.Client) ClientOption {
+	return clientOption(func(c *Client) { c.hc = hc })
+}
+
+// NewClient returns a Client for the server at baseURL ("http://host:port",
+// or with a path prefix behind a proxy). With WithAuthToken it sends the
+// bearer token. Errors: one matching lease.ErrInvalid for a URL that is not
+// absolute http or https.
+func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w: server URL: %v", lease.ErrInvalid, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("httpapi: %w: server URL %q is not http(s)://host[:port][/path]", lease.ErrInvalid, baseURL)
+	}
+	c := &Client{base: strings.TrimSuffix(u.String(), "/"), hc: &http.Client{}}
+	for _, o := range opts {
+		o.applyClient(c)
+	}
+	return c, nil
+}
+
+// Acquire asks the server for the lease (POST /v1/acquire); req.Wait becomes
+// wait_ms, so the server waits for the name to come free. ctx bounds the
+// whole request, waiting included. Errors: lease.ErrInvalid (checked here
+// first, nothing is sent), a *lease.HeldError (lease.ErrHeld),
+// lease.ErrUnavailable (also when the server cannot be reached), ctx's error,
+// or an *Error for other answers.
+func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
+	if err := req.Validate(); err != nil {
+		return lease.Grant{}, err
+	}
+	body := acquireBody{Name: req.Name, TTLMS: req.TTL.Milliseconds(), Owner: req.Owner, Holder: req.Holder}
+	if req.Wait > 0 {
+		body.WaitMS = int64((req.Wait + time.Millisecond - 1) / time.Millisecond)
+	}
+	var g grantJSON
+	if err := c.call(ctx, "acquire", subject{name: req.Name}, "/v1/acquire", body, &g); err != nil {
+		return lease.Grant{}, err
+	}
+	return g.grant()
+}
+
+// Renew extends the lease (POST /v1/renew); a zero ttl keeps the lease's TTL.
+// Errors: lease.ErrInvalid, lease.ErrLost, lease.ErrUnavailable, ctx's error,
+// or an *Error.
+func (c *Client) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
+	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+		return lease.Grant{}, err
+	}
+	body := renewBody{Name: name, Holder: holder, Token: uint64(tok)}
+	if ttl != 0 {
+		ms := ttl.Milliseconds()
+		body.TTLMS = &ms
+	}
+	var g grantJSON
+	if err := c.call(ctx, "renew", subject{name: name}, "/v1/renew", body, &g); err != nil {
+		return lease.Grant{}, err
+	}
+	return g.grant()
+}
+
+// Release frees the lease (POST /v1/release). Errors: lease.ErrInvalid,
+// lease.ErrLost, lease.ErrUnavailable, ctx's error, or an *Error.
+func (c *Client) Release(ctx context.Context, name, holder string, tok token.Token) error {
+	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+		return err
+	}
+	var out releasedJSON
+	body := releaseBody{Name: name, Holder: holder, Token: uint64(tok)}
+	if err := c.call(ctx, "release", subject{name: name}, "/v1/release", body, &out); err != nil {
+		return err
+	}
+	if !out.Released {
+		return fmt.Errorf("httpapi: release %q: the server answered 200 without \"released\": true", name)
+	}
+	return nil
+}
+
+// Get returns the public view of the live lease on name (GET
+// /v1/leases/{name}). Errors: lease.ErrInvalid, lease.ErrNotFound,
+// lease.ErrUnavailable, ctx's error, or an *Error.
+func (c *Client) Get(ctx context.Context, name string) (lease.Info, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return lease.Info{}, err
+	}
+	var i infoJSON
+	if err := c.call(ctx, "get", subject{name: name}, "/v1/leases/"+escapeName(name), nil, &i); err != nil {
+		return lease.Info{}, err
+	}
+	return i.info()
+}
+
+// List returns the live leases whose names start with prefix, sorted by name
+// (GET /v1/leases?prefix=P). Errors: lease.ErrInvalid, lease.ErrUnavailable,
+// ctx's error, or an *Error.
+func (c *Client) List(ctx context.Context, prefix string) ([]lease.Info, error) {
+	if err := lease.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	p := "/v1/leases"
+	if prefix != "" {
+		p += "?" + url.Values{"prefix": {prefix}}.Encode()
+	}
+	var out listJSON
+	if err := c.call(ctx, "list", subject{name: prefix}, p, nil, &out); err != nil {
+		return nil, err
+	}
+	infos := make([]lease.Info, 0, len(out.Leases))
+	for _, j := range out.Leases {
+		i, err := j.info()
+		if err != nil {
+			return nil, err
+		}
+		infos = append(infos, i)
+	}
+	return infos, nil
+}
+
+// Health asks the server whether its store answers (GET /healthz). Errors:
+// lease.ErrUnavailable (also when the server cannot be reached), ctx's
+// error, or an *Error.
+func (c *Client) Health(ctx context.Context) error {
+	var out healthJSON
+	return c.call(ctx, "health", subject{}, "/healthz", nil, &out)
+}
+
+// The request bodies the client sends.
+type (
+	acquireBody struct {
+		Name   string `json:"name"`
+		TTLMS  int64  `json:"ttl_ms"`
+		Owner  string `json:"owner"`
+		Holder string `json:"holder"`
+		WaitMS int64  `json:"wait_ms,omitempty"`
+	}
+	renewBody struct {
+		Name   string `json:"name"`
+		Holder string `json:"holder"`
+		Token  uint64 `json:"token"`
+		TTLMS  *int64 `json:"ttl_ms,omitempty"`
+	}
+	releaseBody struct {
+		Name   string `json:"name"`
+		Holder string `json:"holder"`
+		Token  uint64 `json:"token"`
+	}
+)
+
+// subject is what a request is about, to fill in the details of an error
+// answer: the lease's name or the key, and the token sent.
+type subject struct {
+	name string
+	tok  token.Token
+}
+
+// call sends a JSON request (GET when body is nil, else POST) and decodes a
+// 200 answer into out.
+func (c *Client) call(ctx context.Context, op string, sub subject, path string, body, out any) error {
+	method, ctype := http.MethodGet, ""
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
+		}
+		method, ctype, r = http.MethodPost, "application/json", bytes.NewReader(b)
+	}
+	resp, err := c.send(ctx, op, sub, method, path, ctype, r, nil)
+	if err != nil {
+		return err
+	}
+	defer closeBody(resp)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("httpapi: %s %q: bad answer from the server: %w", op, sub.name, err)
+	}
+	return nil
+}
+
+// send sends one request and returns the answer if it is 200; any other
+// status becomes its error (see answerError) and the body is closed.
+func (c *Client) send(ctx context.Context, op string, sub subject, method, path, ctype string, body io.Reader, hdr http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.auth != "" {
+		req.Header.Set("Authorization", "Bearer "+c.auth)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("httpapi: %s %q: %w", op, sub.name, ctx.Err())
+		}
+		return nil, fmt.Errorf("httpapi: %s %q: %w: %w", op, sub.name, lease.ErrUnavailable, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer closeBody(resp)
+		return nil, answerError(resp, sub)
+	}
+	return resp, nil
+}
+
+// closeBody drains a little of what is left, so the connection can be
+// reused, and closes the body.
+func closeBody(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
+// escapeName escapes a name or key as one path segment: "/" becomes %2F,
+// and a name that is all dots has them escaped too, so the server never sees
+// a path it would have to clean.
+func escapeName(name string) string {
+	e := url.PathEscape(name)
+	if strings.Trim(e, ".") == "" {
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	return e
+}
