@@ -1,0 +1,69 @@
+// Package lease is picket's lock: a lease is a lock that expires by itself.
+//
+// # The idea
+//
+// A process that holds a plain lock and then crashes, hangs or loses its
+// network holds it forever. A lease avoids that: it is granted for a TTL, and
+// unless its holder renews it in time, the store lets it expire and gives the
+// name to someone else. A crash costs a TTL, not a stalled system.
+//
+// Expiry has a price. A holder that is alive but paused — a long garbage
+// collection, a stopped VM, a swapped-out page — can wake up after its lease
+// expired and another process took the name, and write anyway: it does not
+// know time passed. No check on the holder's side closes that gap, because
+// the pause can fall between the check and the write. So every grant carries
+// a fencing token, a number greater than every token handed out before, for
+// any name. The holder sends it with each write, and the resource (see
+// package token) refuses a token lower than the highest it has seen. The
+// paused holder's late write carries an old token and is refused; the
+// refusal is the signal to stop (Lease.Fenced).
+//
+// Two more pieces complete the picture:
+//
+//   - The holder secret. A grant is held by a holder: a random 128-bit
+//     secret that renew and release must present with the token. The owner
+//     label ("host/pid") only tells people who holds what; knowing it proves
+//     nothing, and Get and List never reveal the secret.
+//
+//   - The local deadline. Only the store's clock decides expiry. The handle
+//     keeps its own, more cautious deadline on the client's monotonic clock:
+//     from the instant before the acquire or renew request was sent, plus
+//     the TTL, minus a margin (a tenth of the TTL by default). The store
+//     received the request after that instant, so its expiry is later; the
+//     handle gives the lease up first and never believes in a lease the store
+//     has already expired, as long as the two clocks run at about the same
+//     rate. Fencing still guards the rest.
+//
+// # The API
+//
+// A Store is where leases and the token counter live (storage/sqlite, an
+// httpapi.Client, storage/memory for tests); every store passes the suite in
+// lease/leasetest. A Manager acquires leases from a Store:
+//
+//	m := lease.NewManager(store, lease.WithOwner("billing-cron"))
+//	l, err := m.Acquire(ctx, "jobs/daily-report", 30*time.Second) // waits
+//	if err != nil {
+//		return err
+//	}
+//	defer l.Release(context.Background())
+//	l.KeepAlive()
+//	return run(l.Context(), l.Token()) // present l.Token() with every write
+//
+// TryAcquire makes one attempt and fails with ErrHeld (a *HeldError naming
+// the owner and the expiry) when someone else holds the name. Acquire waits
+// for it as long as its context allows.
+//
+// Each acquire call uses a fresh holder secret unless WithHolder fixes one.
+// That is what makes a shared Manager a lock between goroutines: a store
+// gives the same holder its grant back (so a retry after a lost answer is
+// safe), so two goroutines using one holder would both "hold" the name.
+//
+// A *Lease reports the end of the lease through Context and Err, at the
+// earliest of Release (ErrReleased), a renewal the store rejected (ErrLost),
+// a fence rejection passed to Fenced (ErrLost and token.ErrStale) and the
+// local deadline (ErrLost). KeepAlive renews in the background, about every
+// TTL/3, in a goroutine that stops when the lease ends.
+//
+// Errors are matched with errors.Is against the sentinels of this package
+// (and token.ErrStale); they hold the same way in process and over HTTP.
+package lease

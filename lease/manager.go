@@ -1,0 +1,184 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+)
+
+// maxRefreshes bounds how many times Acquire re-asks for a grant that took
+// too long to arrive (see Acquire).
+const maxRefreshes = 3
+
+// Manager acquires leases from a Store on behalf of one client. It holds no
+// state of its own beyond its configuration: it is safe for concurrent use,
+// and goroutines may share one (each call gets its own holder secret).
+type Manager struct {
+	store      Store
+	owner      string
+	holder     string // fixed holder (WithHolder), or "" for a fresh one per call
+	logger     log.Logger
+	margin     func(time.Duration) time.Duration
+	minBackoff time.Duration
+	maxBackoff time.Duration
+}
+
+// NewManager returns a Manager over store.
+func NewManager(store Store, opts ...ManagerOption) *Manager {
+	m := &Manager{
+		store:      store,
+		owner:      DefaultOwner(),
+		logger:     log.NewNopLogger(),
+		margin:     DefaultMargin,
+		minBackoff: DefaultMinBackoff,
+		maxBackoff: DefaultMaxBackoff,
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	m.maxBackoff = max(m.minBackoff, m.maxBackoff)
+	return m
+}
+
+// TryAcquire makes one attempt to acquire name for ttl and does not wait.
+//
+// ctx bounds the request; the returned lease does not end with ctx (see
+// Lease.Context). Errors: ErrInvalid for a bad name or ttl (the store is not
+// asked), an error matching ErrHeld (a *HeldError, with the owner and expiry)
+// when someone else holds the name, or whatever the store returned
+// (ErrUnavailable, ctx's error, a network error).
+func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
+	req, err := m.request(name, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", name, err)
+	}
+	sent := time.Now()
+	g, err := m.store.Acquire(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", name, err)
+	}
+	return m.newLease(ctx, g, req, sent), nil
+}
+
+// Acquire acquires name for ttl, waiting as long as ctx allows for it to come
+// free.
+//
+// Each attempt asks the store to wait for the name itself (the request's Wait
+// is the time left in ctx, at most MaxWait), so a store that waits
+// server-side hands the name over the moment it is released. Between
+// attempts Acquire pauses with a jittered, doubling backoff (WithBackoff), so
+// a store that answers at once is polled, never spun on.
+//
+// Every attempt of one call uses the same holder secret, so an attempt whose
+// answer was lost and that is tried again gets the same grant back. Errors
+// other than ErrHeld and ErrInvalid (ErrUnavailable, a network error) are
+// taken as passing: they are logged and retried with the same backoff until
+// ctx ends.
+//
+// A grant that took long to arrive (a wait that ended with a release, say)
+// left little of its TTL on the local deadline, which counts from before the
+// request was sent. Acquire then asks again at once with the same holder,
+// which extends the lease and starts its local deadline afresh.
+//
+// Errors: ErrInvalid at once (the store is not asked for a bad name or ttl;
+// if the store answers ErrInvalid, at once too). When ctx ends first, an
+// error matching ctx's cause, and also the last refusal (ErrHeld with its
+// *HeldError, or the last store error) if there was one.
+func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
+	req, err := m.request(name, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("acquire %q: %w", name, err)
+	}
+	usable := ttl - m.marginFor(ttl)
+	b := newBackoff(m.minBackoff, m.maxBackoff)
+	var (
+		refusal   error  // the store's last error, if any
+		late      *Grant // a grant that arrived late and is being asked again
+		refreshes int
+	)
+	for {
+		req.Wait = 0
+		if late == nil {
+			req.Wait = waitFor(ctx)
+		}
+		sent := time.Now()
+		g, err := m.store.Acquire(ctx, req)
+		if err == nil {
+			took := time.Since(sent)
+			if took <= usable/2 || refreshes >= maxRefreshes && took < usable {
+				return m.newLease(ctx, g, req, sent), nil
+			}
+			late = &g
+			if refreshes < maxRefreshes {
+				refreshes++
+				level.Debug(m.logger).Log("msg", "grant arrived late; asking again to restart its local deadline",
+					"lease", name, "token", g.Token, "took", took)
+				continue
+			}
+			err = fmt.Errorf("%w: grants take %v to arrive, too long for a %v TTL", ErrUnavailable, took, ttl)
+		}
+		if errors.Is(err, ErrInvalid) {
+			return nil, fmt.Errorf("acquire %q: %w", name, err)
+		}
+		if ctx.Err() != nil {
+			return nil, m.gaveUp(ctx, name, refusal, late)
+		}
+		if errors.Is(err, ErrHeld) {
+			late = nil // lost while being asked again; someone else has it now
+		} else {
+			level.Warn(m.logger).Log("msg", "acquire failed; retrying", "lease", name, "err", err)
+		}
+		refusal = err
+		if !sleep(ctx, b.next()) {
+			return nil, m.gaveUp(ctx, name, refusal, late)
+		}
+	}
+}
+
+// gaveUp is Acquire's answer when ctx ends first. A grant that arrived late
+// and was being asked again is released rather than left to expire.
+func (m *Manager) gaveUp(ctx context.Context, name string, refusal error, late *Grant) error {
+	if late != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		if err := m.store.Release(rctx, late.Name, late.Holder, late.Token); err != nil {
+			level.Warn(m.logger).Log("msg", "releasing an unused grant failed; it will expire", "lease", name,
+				"token", late.Token, "err", err)
+		}
+		cancel()
+	}
+	cause := context.Cause(ctx)
+	if refusal == nil {
+		return fmt.Errorf("acquire %q: %w", name, cause)
+	}
+	return fmt.Errorf("acquire %q: %w; last attempt: %w", name, cause, refusal)
+}
+
+// request builds and checks an acquire request; the store is asked nothing
+// about a request that cannot pass.
+func (m *Manager) request(name string, ttl time.Duration) (AcquireRequest, error) {
+	holder := m.holder
+	if holder == "" {
+		holder = NewHolder()
+	}
+	req := AcquireRequest{Name: name, Holder: holder, Owner: m.owner, TTL: ttl}
+	return req, req.Validate()
+}
+
+// marginFor returns the margin for ttl, clamped to [0, ttl).
+func (m *Manager) marginFor(ttl time.Duration) time.Duration {
+	return min(max(m.margin(ttl), 0), ttl-1)
+}
+
+// waitFor returns how long a store may wait for the name: the time left in
+// ctx, whole milliseconds, at most MaxWait.
+func waitFor(ctx context.Context) time.Duration {
+	wait := MaxWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(d).Truncate(time.Millisecond))
+	}
+	return max(wait, 0)
+}

@@ -1,0 +1,342 @@
+package lease_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// The Manager's timing is tested in synctest bubbles: time there is virtual
+// and moves only when every goroutine waits, so delays are exact and the
+// tests never sleep for real. A bubble also fails the test if a goroutine
+// is left blocked at its end.
+
+func TestTryAcquire(t *testing.T) {
+	st := newSpy()
+	m := lease.NewManager(st, lease.WithOwner("billing"))
+	l, err := m.TryAcquire(t.Context(), "jobs/a", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Name() != "jobs/a" || l.Token() != 1 || l.Owner() != "billing" || l.TTL() != time.Second {
+		t.Errorf("lease = %q token %d owner %q ttl %v; want \"jobs/a\" 1 \"billing\" 1s", l.Name(), l.Token(), l.Owner(), l.TTL())
+	}
+	if g := l.Grant(); g.Name != l.Name() || g.Holder != l.Holder() || g.Token != l.Token() {
+		t.Errorf("Grant() = %+v does not match the lease", g)
+	}
+	_, err = m.TryAcquire(t.Context(), "jobs/a", time.Second)
+	var held *lease.HeldError
+	if !errors.As(err, &held) || held.Owner != "billing" || !errors.Is(err, lease.ErrHeld) {
+		t.Errorf("second TryAcquire from the same Manager: %v, want a *HeldError with owner \"billing\"", err)
+	}
+	if n := len(st.acquireCalls()); n != 2 {
+		t.Errorf("store asked %d times, want 2", n)
+	}
+}
+
+func TestTryAcquireDoesNotRetry(t *testing.T) {
+	st := newSpy()
+	st.acquireErr = func(int, lease.AcquireRequest) error { return lease.ErrUnavailable }
+	_, err := lease.NewManager(st).TryAcquire(t.Context(), "jobs/a", time.Second)
+	if !errors.Is(err, lease.ErrUnavailable) {
+		t.Errorf("TryAcquire = %v, want ErrUnavailable", err)
+	}
+	if n := len(st.acquireCalls()); n != 1 {
+		t.Errorf("store asked %d times, want 1", n)
+	}
+}
+
+func TestHolderPerCall(t *testing.T) {
+	st := newSpy()
+	m := lease.NewManager(st)
+	seen := map[string]bool{}
+	for i := range 4 {
+		l, err := m.TryAcquire(t.Context(), fmt.Sprintf("holder/%d", i), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := l.Holder()
+		if b, err := hex.DecodeString(h); err != nil || len(b) != 16 {
+			t.Errorf("holder %q is not 128 bits of hex", h)
+		}
+		if seen[h] {
+			t.Errorf("holder %q used twice", h)
+		}
+		seen[h] = true
+	}
+
+	fixed := lease.NewManager(st, lease.WithHolder("my-secret"))
+	a, err := fixed.TryAcquire(t.Context(), "holder/fixed", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The documented hazard of a fixed holder: a second acquire is the same
+	// grant, not a refusal.
+	b, err := fixed.TryAcquire(t.Context(), "holder/fixed", time.Second)
+	if err != nil || a.Holder() != "my-secret" || b.Token() != a.Token() {
+		t.Errorf("fixed holder: second acquire = token %d, %v; want the same grant (token %d)", b.Token(), err, a.Token())
+	}
+}
+
+func TestDefaultOwner(t *testing.T) {
+	l, err := lease.NewManager(newSpy()).TryAcquire(t.Context(), "owner/a", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lease.DefaultOwner(); l.Owner() != want || !strings.Contains(want, "/") {
+		t.Errorf("Owner() = %q, want %q of the form host/pid", l.Owner(), want)
+	}
+}
+
+func TestInvalidFailsFast(t *testing.T) {
+	tests := []struct {
+		name    string
+		lease   string
+		ttl     time.Duration
+		storeOK bool // the store is asked (and answers ErrInvalid itself)
+	}{
+		{"empty name", "", time.Second, false},
+		{"control in name", "a\nb", time.Second, false},
+		{"ttl 9ms", "a", 9 * time.Millisecond, false},
+		{"ttl 1.5ms", "a", 1500 * time.Microsecond, false},
+		{"ttl over 24h", "a", lease.MaxTTL + time.Millisecond, false},
+		{"store says invalid", "a", time.Second, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newSpy()
+			st.acquireErr = func(int, lease.AcquireRequest) error { return fmt.Errorf("store: %w", lease.ErrInvalid) }
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			_, err := lease.NewManager(st).Acquire(ctx, tc.lease, tc.ttl)
+			if !errors.Is(err, lease.ErrInvalid) {
+				t.Errorf("Acquire = %v, want ErrInvalid", err)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("Acquire waited for its context to end")
+			}
+			want := 0
+			if tc.storeOK {
+				want = 1
+			}
+			if n := len(st.acquireCalls()); n != want {
+				t.Errorf("store asked %d times, want %d", n, want)
+			}
+		})
+	}
+}
+
+func TestAcquireWait(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration // 0: no deadline
+		want    time.Duration
+	}{
+		{"no deadline", 0, lease.MaxWait},
+		{"short deadline", 5*time.Second + 300*time.Microsecond, 5 * time.Second},
+		{"long deadline", 5 * time.Minute, lease.MaxWait},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newSpy()
+				ctx, cancel := context.WithCancel(t.Context())
+				if tc.timeout > 0 {
+					ctx, cancel = context.WithTimeout(t.Context(), tc.timeout)
+				}
+				defer cancel()
+				if _, err := lease.NewManager(st).Acquire(ctx, "wait/a", time.Second); err != nil {
+					t.Fatal(err)
+				}
+				if got := st.acquireCalls()[0].req.Wait; got != tc.want {
+					t.Errorf("Wait = %v, want %v", got, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestAcquireRetries: passing errors are retried with the same holder, after
+// pauses that double from the minimum, jittered to [step/2, step].
+func TestAcquireRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSpy()
+		st.acquireErr = func(n int, _ lease.AcquireRequest) error {
+			if n < 6 {
+				return errors.New("connection reset")
+			}
+			return nil
+		}
+		m := lease.NewManager(st, lease.WithBackoff(10*time.Millisecond, 80*time.Millisecond))
+		l, err := m.Acquire(t.Context(), "retry/a", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := st.acquireCalls()
+		if len(calls) != 7 {
+			t.Fatalf("store asked %d times, want 7", len(calls))
+		}
+		step := 10 * time.Millisecond
+		for i := 1; i < len(calls); i++ {
+			if calls[i].req.Holder != l.Holder() {
+				t.Errorf("attempt %d used holder %q, want %q", i, calls[i].req.Holder, l.Holder())
+			}
+			gap := calls[i].at.Sub(calls[i-1].at)
+			if gap < step/2 || gap > step {
+				t.Errorf("pause before attempt %d = %v, want in [%v, %v]", i, gap, step/2, step)
+			}
+			step = min(2*step, 80*time.Millisecond)
+		}
+	})
+}
+
+// TestAcquireNeverSpins: a store that refuses at once, ignoring Wait, is
+// polled with pauses, until the context ends; the error says both why
+// Acquire stopped and who holds the name.
+func TestAcquireNeverSpins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSpy()
+		st.acquireErr = func(int, lease.AcquireRequest) error {
+			return &lease.HeldError{Name: "spin/a", Owner: "someone", Expires: time.Now()}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_, err := lease.NewManager(st).Acquire(ctx, "spin/a", time.Second)
+		var held *lease.HeldError
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || held.Owner != "someone" {
+			t.Errorf("Acquire = %v, want DeadlineExceeded and the *HeldError", err)
+		}
+		calls := st.acquireCalls()
+		for i := 1; i < len(calls); i++ {
+			gap := calls[i].at.Sub(calls[i-1].at)
+			if gap < lease.DefaultMinBackoff/2 || gap > lease.DefaultMaxBackoff {
+				t.Errorf("pause before attempt %d = %v, want in [%v, %v]", i, gap, lease.DefaultMinBackoff/2, lease.DefaultMaxBackoff)
+			}
+		}
+		if len(calls) < 10 || len(calls) > 30 {
+			t.Errorf("%d attempts in 10 s, want between 10 and 30", len(calls))
+		}
+	})
+}
+
+// TestAcquireWokenByRelease: a waiting Acquire gets the name the moment it
+// is released.
+func TestAcquireWokenByRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSpy()
+		m := lease.NewManager(st)
+		first, err := m.TryAcquire(t.Context(), "woken/a", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *lease.Lease)
+		go func() {
+			l, err := m.Acquire(t.Context(), "woken/a", time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		released := time.Now()
+		if err := first.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		l := <-got
+		if l == nil {
+			return
+		}
+		if time.Since(released) != 0 || l.Token() != first.Token()+1 {
+			t.Errorf("granted %v after the release with token %d, want at once with %d", time.Since(released), l.Token(), first.Token()+1)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestAcquireLateGrant: a grant that arrived after most of its TTL (a long
+// server-side wait) is asked for again at once with the same holder, and the
+// local deadline counts from that second request.
+func TestAcquireLateGrant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSpy()
+		st.acquireDelay = func(n int, req lease.AcquireRequest) time.Duration {
+			if req.Wait > 0 {
+				return 3 * time.Second // waited server-side, longer than the TTL
+			}
+			return 0
+		}
+		l, err := lease.NewManager(st).Acquire(t.Context(), "late/a", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := st.acquireCalls()
+		if len(calls) != 2 || calls[1].req.Wait != 0 || calls[1].req.Holder != calls[0].req.Holder {
+			t.Fatalf("calls = %+v, want a second one with Wait 0 and the same holder", calls)
+		}
+		if want := calls[1].at.Add(900 * time.Millisecond); !l.Deadline().Equal(want) {
+			t.Errorf("Deadline = %v, want %v (second request + TTL - margin)", l.Deadline(), want)
+		}
+		if l.Err() != nil || l.Token() != 1 {
+			t.Errorf("lease: token %d, Err %v; want token 1, alive", l.Token(), l.Err())
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestMargin(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []lease.ManagerOption
+		margin time.Duration
+	}{
+		{"default", nil, 100 * time.Millisecond},
+		{"half", []lease.ManagerOption{lease.WithMargin(func(ttl time.Duration) time.Duration { return ttl / 2 })}, 500 * time.Millisecond},
+		{"none", []lease.ManagerOption{lease.WithMargin(func(time.Duration) time.Duration { return 0 })}, 0},
+		{"negative clamped", []lease.ManagerOption{lease.WithMargin(func(time.Duration) time.Duration { return -time.Hour })}, 0},
+		{"over TTL clamped", []lease.ManagerOption{lease.WithMargin(func(ttl time.Duration) time.Duration { return 2 * ttl })}, time.Second - 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				l, err := lease.NewManager(newSpy(), tc.opts...).TryAcquire(t.Context(), "margin/a", time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := start.Add(time.Second - tc.margin); !l.Deadline().Equal(want) {
+					t.Errorf("Deadline = start + %v, want start + %v", l.Deadline().Sub(start), time.Second-tc.margin)
+				}
+				l.Release(t.Context())
+			})
+		})
+	}
+}
+
+func TestJitter(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 2, 3, time.Millisecond, time.Second} {
+		for range 1000 {
+			if j := lease.Jitter(d); j < d/2 || j > d {
+				t.Fatalf("Jitter(%v) = %v, want in [%v, %v]", d, j, d/2, d)
+			}
+		}
+	}
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		seen[lease.Jitter(time.Second)] = true
+	}
+	if len(seen) < 50 {
+		t.Errorf("Jitter(1s) gave only %d distinct values in 100 draws", len(seen))
+	}
+}
