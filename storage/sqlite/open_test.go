@@ -1,0 +1,165 @@
+package sqlite_test
+
+import (
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+// TestOpenFile: the file is in WAL mode and at schema version 1.
+func TestOpenFile(t *testing.T) {
+	s := mustOpen(t)
+	db := rawDB(t, s.Path())
+	var mode string
+	var version int
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 1 {
+		t.Errorf("user_version = %d, %v; want 1", version, err)
+	}
+}
+
+// TestReopen: a reopened file keeps its leases and its counter.
+func TestReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "picket.db")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := acquire(t, s, "a", "h", time.Hour)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path)
+	if info, err := s.Get(ctxT(t), "a"); err != nil || info.Token != first.Token {
+		t.Errorf("after reopening Get(a) = %+v, %v; want token %d", info, err, first.Token)
+	}
+	if g := acquire(t, s, "b", "h", time.Hour); g.Token != first.Token+1 {
+		t.Errorf("after reopening the next token is %d, want %d", g.Token, first.Token+1)
+	}
+}
+
+// TestOpenNewerSchema: a file from a newer picket is refused, untouched.
+func TestOpenNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "picket.db")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err := sqlite.Open(path); !errors.Is(err, sqlite.ErrNewerSchema) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of a version 2 file: %v; want ErrNewerSchema", err)
+	}
+}
+
+// TestOpenRefuses: no in-memory databases, no URIs, no bad options.
+func TestOpenRefuses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "picket.db")
+	for _, tc := range []struct {
+		name string
+		path string
+		opts []sqlite.Option
+	}{
+		{"empty path", "", nil},
+		{"memory", ":memory:", nil},
+		{"uri", "file:" + path, nil},
+		{"memory uri", "file::memory:?cache=shared", nil},
+		{"negative lock delay", path, []sqlite.Option{sqlite.WithLockDelay(-time.Second)}},
+		{"zero busy timeout", path, []sqlite.Option{sqlite.WithBusyTimeout(0)}},
+		{"zero max batch", path, []sqlite.Option{sqlite.WithMaxBatch(0)}},
+		{"zero read conns", path, []sqlite.Option{sqlite.WithReadConns(0)}},
+		{"nil logger", path, []sqlite.Option{sqlite.WithLogger(nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := sqlite.Open(tc.path, tc.opts...)
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, lease.ErrInvalid) {
+				t.Errorf("Open: %v; want ErrInvalid", err)
+			}
+		})
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Open created the file: %v", err)
+	}
+}
+
+// TestOpenNotADatabase: a file that is not SQLite's is refused, not
+// overwritten.
+func TestOpenNotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	want := []byte("these are my notes, not a database; keep them safe, please\n")
+	want = append(want, make([]byte, 4096)...)
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(path); err == nil {
+		s.Close()
+		t.Fatal("Open of a text file succeeded")
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != string(want) {
+		t.Errorf("the text file changed: %v", err)
+	}
+}
+
+// TestOpenOddPath: '?', '#', '%' and spaces in a path stay part of the name.
+func TestOpenOddPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a b?c=d#e%20f.db")
+	s := mustOpenPath(t, path)
+	acquire(t, s, "a", "h", time.Minute)
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the file is not where asked: %v", err)
+	}
+	if s.Path() != path {
+		t.Errorf("Path() = %q, want %q", s.Path(), path)
+	}
+}
+
+// TestClose: calls after Close fail with ErrClosed (matching
+// ErrUnavailable); a second Close is harmless.
+func TestClose(t *testing.T) {
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "picket.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := acquire(t, s, "a", "h", time.Minute)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	_, acqErr := s.Acquire(ctx, lease.AcquireRequest{Name: "b", Holder: "h", TTL: time.Minute})
+	_, getErr := s.Get(ctx, "a")
+	for name, err := range map[string]error{
+		"Acquire":   acqErr,
+		"Release":   s.Release(ctx, "a", "h", g.Token),
+		"Get":       getErr,
+		"PutFenced": s.PutFenced(ctx, "k", nil, 1),
+		"Health":    s.Health(ctx),
+	} {
+		if !errors.Is(err, sqlite.ErrClosed) || !errors.Is(err, lease.ErrUnavailable) {
+			t.Errorf("%s after Close: %v; want ErrClosed", name, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
