@@ -37,7 +37,8 @@
 //
 // Fence enforces tokens in memory, per resource name: Fence.Admit checks and
 // records a token; Fence.Do also runs the write while holding the check, so
-// that a writer cannot be overtaken between the two.
+// that a writer cannot be overtaken between the two. A Fence forgets when its
+// process exits; data that outlives the process keeps its fence with it.
 //
 // Guard enforces tokens in the caller's own SQL database (SQLite or
 // PostgreSQL): Guard.Admit checks and raises a row of a fences table inside

@@ -110,7 +110,10 @@ func (g *Guard) CreateTable(ctx context.Context, tx Tx) error {
 // and commit only if it returns nil. The check and the write then commit
 // together or not at all, and the fence row stays locked until the
 // transaction ends (SQLite's write lock; PostgreSQL's row lock), so no
-// writer with another token can pass the fence in between.
+// writer with another token can pass the fence in between. With SQLite, begin
+// the transaction IMMEDIATE (modernc.org/sqlite: _txlock=immediate) or make
+// Admit its first statement, or a concurrent writer can make it fail with
+// SQLITE_BUSY (an error, never a wrong answer).
 //
 // ctx is passed to the database calls.
 //
