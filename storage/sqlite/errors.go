@@ -74,15 +74,16 @@ func isFatal(err error) bool {
 
 func isFull(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_FULL }
 
-// unavailable turns a failed batch's error into the error its callers see.
-// The SQLite error is rendered, not wrapped: no SQLite code (SQLITE_BUSY
-// above all) reaches a caller, only lease.ErrUnavailable.
+// unavailable turns the error of a failed batch or read into the error its
+// callers see. The SQLite error is rendered, not wrapped: no SQLite code
+// (SQLITE_BUSY above all) reaches a caller, only lease.ErrUnavailable.
 func unavailable(what string, err error) error {
-	if isFull(err) {
-		return fmt.Errorf("sqlite: %s: disk full, nothing was written (%v): %w", what, err, lease.ErrUnavailable)
+	why := "failed"
+	switch {
+	case isFull(err):
+		why = "disk full"
+	case isBusy(err):
+		why = "the file stayed locked by another process"
 	}
-	if isBusy(err) {
-		return fmt.Errorf("sqlite: %s: the file stayed locked by another writer, nothing was written (%v): %w", what, err, lease.ErrUnavailable)
-	}
-	return fmt.Errorf("sqlite: %s: nothing was written (%v): %w", what, err, lease.ErrUnavailable)
+	return fmt.Errorf("sqlite: %s: %s (%v): %w", what, why, err, lease.ErrUnavailable)
 }

@@ -57,7 +57,9 @@ func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token,
 	}
 	var value []byte
 	var tok int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT value, token FROM kv WHERE key = ?", key).Scan(&value, &tok)
+	err := s.read(ctx, "get fenced", func() error {
+		return s.rdb.QueryRowContext(ctx, "SELECT value, token FROM kv WHERE key = ?", key).Scan(&value, &tok)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, fmt.Errorf("sqlite: get fenced %q: %w", key, lease.ErrNotFound)
 	}

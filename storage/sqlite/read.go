@@ -26,9 +26,11 @@ func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
 	}
 	var tok, ttlMS, exp int64
 	info := lease.Info{Name: name}
-	err = s.rdb.QueryRowContext(ctx,
-		"SELECT owner, token, ttl_ms, expires_at FROM leases WHERE name = ? AND expires_at > ?",
-		name, int64(now)).Scan(&info.Owner, &tok, &ttlMS, &exp)
+	err = s.read(ctx, "get", func() error {
+		return s.rdb.QueryRowContext(ctx,
+			"SELECT owner, token, ttl_ms, expires_at FROM leases WHERE name = ? AND expires_at > ?",
+			name, int64(now)).Scan(&info.Owner, &tok, &ttlMS, &exp)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, lease.ErrNotFound)
 	}
@@ -60,26 +62,42 @@ func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
 		query += " AND name >= ?2 AND name < ?3"
 		args = append(args, prefix, prefix+"\xff")
 	}
-	rows, err := s.rdb.QueryContext(ctx, query+" ORDER BY name", args...)
+	var infos []lease.Info
+	err = s.read(ctx, "list", func() error {
+		infos = []lease.Info{}
+		rows, err := s.rdb.QueryContext(ctx, query+" ORDER BY name", args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var info lease.Info
+			var tok, ttlMS, exp int64
+			if err := rows.Scan(&info.Name, &info.Owner, &tok, &ttlMS, &exp); err != nil {
+				return err
+			}
+			info.Token, info.TTL = token.Token(tok), time.Duration(ttlMS)*time.Millisecond
+			info.Expires = wall.Add(time.Duration(exp) - now).UTC()
+			infos = append(infos, info)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
 	}
-	defer rows.Close()
-	infos := []lease.Info{}
-	for rows.Next() {
-		var info lease.Info
-		var tok, ttlMS, exp int64
-		if err := rows.Scan(&info.Name, &info.Owner, &tok, &ttlMS, &exp); err != nil {
-			return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
-		}
-		info.Token, info.TTL = token.Token(tok), time.Duration(ttlMS)*time.Millisecond
-		info.Expires = wall.Add(time.Duration(exp) - now).UTC()
-		infos = append(infos, info)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
-	}
 	return infos, nil
+}
+
+// read runs fn, a read on the query-only pool, again while the file is
+// busy (readers rarely wait in WAL mode: while another process recovers the
+// WAL, for instance). A file that stays busy is reported as unavailable,
+// never as SQLITE_BUSY.
+func (s *Store) read(ctx context.Context, what string, fn func() error) error {
+	err := s.retryBusy(ctx, fn)
+	if isBusy(err) {
+		return unavailable(what, err)
+	}
+	return err
 }
 
 // readClock reads the store's clock for a read. If the clock is in an epoch

@@ -203,7 +203,9 @@ func (s *Store) Health(ctx context.Context) error {
 	default:
 	}
 	var n int64
-	if err := s.rdb.QueryRowContext(ctx, "SELECT value FROM counter WHERE id = 1").Scan(&n); err != nil {
+	if err := s.read(ctx, "health", func() error {
+		return s.rdb.QueryRowContext(ctx, "SELECT value FROM counter WHERE id = 1").Scan(&n)
+	}); err != nil {
 		return fmt.Errorf("sqlite: health: %w", err)
 	}
 	return nil

@@ -176,7 +176,7 @@ func (s *Store) runBatch(batch []*op) {
 			answer(s.fail(err))
 			return
 		}
-		answer(unavailable("commit", err))
+		answer(unavailable("batch rolled back, nothing written", err))
 		return
 	}
 	took := time.Since(start)
