@@ -1,0 +1,127 @@
+// Command picket serves, holds and inspects picket leases.
+//
+//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F]
+//	picket run     -name N -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
+//	picket acquire -name N -ttl 30s [-wait D] [-db F | -server URL]
+//	picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
+//	picket release -name N -holder H -token T [-db F | -server URL]
+//	picket ls      [-prefix P] [-json] [-db F | -server URL]
+//	picket get     -name N [-db F | -server URL]
+//
+// Run "picket help" for the flags and the exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Exit codes. The command documents them in "picket help"; scripts rely on
+// them, so they never change meaning.
+const (
+	exitOK          = 0 // success
+	exitError       = 1 // any other failure: store unavailable, I/O, network
+	exitUsage       = 2 // bad flags or arguments; nothing was done
+	exitHeld        = 3 // not acquired: the name is held by someone else (after -wait, if given)
+	exitLost        = 4 // the lease is lost: renew/release rejected, or lost while "run" ran the command
+	exitNotFound    = 5 // get: no live lease under that name
+	exitInterrupted = 130
+)
+
+// usageError marks errors in the command line; run maps it to exitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit status chosen by a subcommand, such as the
+// status of the command that "picket run" ran.
+type exitStatus struct {
+	code int
+	err  error // may be nil: the status alone is the answer
+}
+
+func (e *exitStatus) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitStatus) Unwrap() error { return e.err }
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a subcommand may touch of the outside world.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the HTTP server on an embedded SQLite file", runServe},
+		{"run", "hold a lease while a command runs (a distributed flock)", runRun},
+		{"acquire", "acquire a lease and print the grant as JSON", runAcquire},
+		{"renew", "renew a lease and print the grant as JSON", runRenew},
+		{"release", "release a lease", runRelease},
+		{"ls", "list live leases", runList},
+		{"get", "print one live lease as JSON", runGet},
+		{"help", "print this help", nil},
+	}
+}
+
+// Main is the whole program: it returns the exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		printHelp(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
+		printHelp(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name && c.run != nil {
+			return exitCode(stderr, c.run(ctx, e, rest))
+		}
+	}
+	fmt.Fprintf(stderr, "picket: unknown command %q\n\n", name)
+	printHelp(stderr)
+	return exitUsage
+}
+
+// exitCode prints err (if any) and maps it to an exit status.
+func exitCode(stderr io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var st *exitStatus
+	if errors.As(err, &st) {
+		if st.err != nil {
+			fmt.Fprintf(stderr, "picket: %v\n", st.err)
+		}
+		return st.code
+	}
+	fmt.Fprintf(stderr, "picket: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return codeFor(err)
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests run picket as real processes: the test binary re-executes
+// itself with PICKET_TEST_MAIN=1 and becomes the command.
+func TestMain(m *testing.M) {
+	if os.Getenv("PICKET_TEST_MAIN") == "1" {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// picket returns a command that runs picket with args.
+func picket(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "PICKET_TEST_MAIN=1")
+	return cmd
+}
+
+// result is what a finished picket process left.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runPicket runs picket to the end (at most a minute) and returns its exit
+// status and output.
+func runPicket(t testing.TB, args ...string) result {
+	t.Helper()
+	cmd := picket(t, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return waitPicket(t, cmd, &out, &errb, time.Minute)
+}
+
+func waitPicket(t testing.TB, cmd *exec.Cmd, out, errb *bytes.Buffer, limit time.Duration) result {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("picket %v did not finish within %v; stderr:\n%s", cmd.Args[1:], limit, errb)
+	}
+	return result{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
+}
+
+// server is a "picket serve" child process.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *syncBuffer
+	done chan struct{}
+}
+
+var servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
+
+// startServer starts "picket serve" on a free loopback port with the file db
+// and waits until it listens.
+func startServer(t testing.TB, db string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"serve", "-addr", "127.0.0.1:0", "-db", db}, extra...)
+	cmd := picket(t, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			s.logs.WriteString(sc.Text() + "\n")
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-s.done
+	})
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case <-s.done:
+		t.Fatalf("picket serve exited before listening:\n%s", s.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("picket serve did not listen within 30s:\n%s", s.logs)
+	}
+	return s
+}
+
+// kill9 kills the server with SIGKILL and waits for it to be gone.
+func (s *server) kill9(t testing.TB) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// stop sends sig and returns the exit status once the server is gone.
+func (s *server) stop(t testing.TB, sig os.Signal) int {
+	t.Helper()
+	s.cmd.Process.Signal(sig)
+	select {
+	case <-s.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("picket serve did not stop within a minute after %v:\n%s", sig, s.logs)
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// mode is one way of reaching the store: an embedded file or a server.
+type mode struct {
+	name  string
+	flags func(t testing.TB, db string) []string
+}
+
+var modes = []mode{
+	{"embedded", func(t testing.TB, db string) []string { return []string{"-db", db} }},
+	{"remote", func(t testing.TB, db string) []string {
+		return []string{"-server", startServer(t, db).url}
+	}},
+}
+
+type grantOut struct {
+	Name      string `json:"name"`
+	Holder    string `json:"holder"`
+	Owner     string `json:"owner"`
+	Token     uint64 `json:"token"`
+	TTLMillis int64  `json:"ttl_ms"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+func decodeGrant(t testing.TB, r result) grantOut {
+	t.Helper()
+	var g grantOut
+	if err := json.Unmarshal([]byte(r.stdout), &g); err != nil {
+		t.Fatalf("grant output %q: %v (stderr %q)", r.stdout, err, r.stderr)
+	}
+	return g
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) WriteString(str string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.WriteString(str)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond every 10 ms until it holds or limit passes.
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func tempDB(t testing.TB) string { return filepath.Join(t.TempDir(), "picket.db") }
+
+var _ = io.Discard
+var _ = fmt.Sprint
+var _ = strings.TrimSpace

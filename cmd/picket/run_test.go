@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+func writeFile(t testing.TB, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunNeverOverlaps runs two "picket run" loops on one name at once,
+// over one file and over one server: their commands never run at the same
+// time, each sees PICKET_LEASE and PICKET_TOKEN, and tokens go up.
+func TestRunNeverOverlaps(t *testing.T) {
+	const rounds = 4
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := m.flags(t, filepath.Join(dir, "picket.db"))
+			journal := filepath.Join(dir, "journal")
+			// The command logs its start and end around a pause; if two ran
+			// at once, their lines would interleave.
+			script := `echo "start $PICKET_LEASE $PICKET_TOKEN $$" >> "$1"; sleep 0.1; echo "end $PICKET_LEASE $PICKET_TOKEN $$" >> "$1"`
+			var wg sync.WaitGroup
+			errs := make(chan string, 2*rounds)
+			for w := 0; w < 2; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < rounds; i++ {
+						args := append([]string{"run", "-name", "cron/backup", "-ttl", "5s", "-wait", "30s"}, store...)
+						args = append(args, "--", "sh", "-c", script, "sh", journal)
+						if r := runPicket(t, args...); r.code != 0 {
+							errs <- fmt.Sprintf("picket run: exit %d: %s", r.code, r.stderr)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+			lines := strings.Split(strings.TrimSpace(readFile(t, journal)), "\n")
+			if len(lines) != 2*2*rounds {
+				t.Fatalf("journal has %d lines, want %d:\n%s", len(lines), 4*rounds, strings.Join(lines, "\n"))
+			}
+			var last uint64
+			for i := 0; i < len(lines); i += 2 {
+				start, end := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+				if start[0] != "start" || end[0] != "end" || start[3] != end[3] {
+					t.Fatalf("commands overlapped at line %d:\n%s", i+1, strings.Join(lines, "\n"))
+				}
+				if start[1] != "cron/backup" {
+					t.Errorf("PICKET_LEASE = %q, want cron/backup", start[1])
+				}
+				tok, err := strconv.ParseUint(start[2], 10, 64)
+				if err != nil || tok <= last {
+					t.Errorf("PICKET_TOKEN %q after %d: want a number above it", start[2], last)
+				}
+				last = tok
+			}
+		})
+	}
+}
+
+// TestRunStopsCommandWhenLeaseLost pauses "picket run" (SIGSTOP) past its
+// TTL while another holder takes the name, as a long GC pause would. When it
+// wakes, it must see the lease is lost, stop the command and exit 4.
+func TestRunStopsCommandWhenLeaseLost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		trap      string // the command's SIGTERM handling
+		wantTrace string // what the command wrote when stopped
+	}{
+		{"command exits on SIGTERM", `trap 'echo TERM >> "$1"; exit 0' TERM`, "TERM"},
+		{"command ignores SIGTERM and is killed", `trap '' TERM`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "picket.db")
+			trace := filepath.Join(dir, "trace")
+			script := tc.trap + `; echo "started $$" >> "$1"; while :; do sleep 0.05; done`
+			cmd := picket(t, "run", "-db", db, "-name", "job", "-ttl", "400ms", "-grace", "500ms",
+				"--", "sh", "-c", script, "sh", trace)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+			pid, _ := strconv.Atoi(strings.Fields(readFile(t, trace))[1])
+
+			// Pause picket run past the TTL, take the name, wake it up.
+			cmd.Process.Signal(syscall.SIGSTOP)
+			s, err := sqlite.Open(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var g lease.Grant
+			waitFor(t, 30*time.Second, "the paused lease to expire", func() bool {
+				g, err = s.Acquire(ctx, lease.AcquireRequest{Name: "job", Holder: "thief", TTL: time.Minute})
+				return err == nil
+			})
+			cmd.Process.Signal(syscall.SIGCONT)
+
+			r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+			if r.code != exitLost {
+				t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)
+			}
+			if tc.wantTrace != "" && !strings.Contains(readFile(t, trace), tc.wantTrace) {
+				t.Errorf("the command did not get SIGTERM: trace %q", readFile(t, trace))
+			}
+			if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+				t.Errorf("the command (pid %d) is still there: kill(0) = %v", pid, err)
+			}
+			// picket run did not release the thief's lease on its way out.
+			info, err := s.Get(ctx, "job")
+			if err != nil || info.Token != g.Token {
+				t.Errorf("after picket run exited: Get = %+v, %v; want the thief's token %d", info, err, g.Token)
+			}
+		})
+	}
+}
+
+// TestRunStopsCommandWhenServerGone kills the server under a running
+// "picket run": renewals fail, the local deadline passes, the command is
+// stopped and picket run exits 4.
+func TestRunStopsCommandWhenServerGone(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, filepath.Join(dir, "picket.db"))
+	trace := filepath.Join(dir, "trace")
+	cmd := picket(t, "run", "-server", srv.url, "-name", "job", "-ttl", "600ms", "-grace", "1s",
+		"--", "sh", "-c", `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; while :; do sleep 0.05; done`, "sh", trace)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+	srv.kill9(t)
+	r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+	if r.code != exitLost {
+		t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)
+	}
+	if !strings.Contains(readFile(t, trace), "TERM") {
+		t.Errorf("the command did not get SIGTERM: trace %q", readFile(t, trace))
+	}
+}
+
+func TestRunExitStatus(t *testing.T) {
+	db := tempDB(t)
+	if r := runPicket(t, "run", "-db", db, "-name", "n", "--", "sh", "-c", "exit 7"); r.code != 7 {
+		t.Errorf("command exiting 7: picket run exit %d", r.code)
+	}
+	if r := runPicket(t, "run", "-db", db, "-name", "n", "--", "sh", "-c", "kill -9 $$"); r.code != 128+9 {
+		t.Errorf("command killed by SIGKILL: picket run exit %d, want %d", r.code, 128+9)
+	}
+	// The lease was released after each run: nobody holds n now.
+	if r := runPicket(t, "get", "-db", db, "-name", "n"); r.code != exitNotFound {
+		t.Errorf("get after runs: exit %d, want %d", r.code, exitNotFound)
+	}
+	// Held by someone else: exit 3 at once without -wait, and after it with.
+	decodeGrant(t, runPicket(t, "acquire", "-db", db, "-name", "n", "-ttl", "1m"))
+	if r := runPicket(t, "run", "-db", db, "-name", "n", "--", "true"); r.code != exitHeld {
+		t.Errorf("held name: picket run exit %d, want %d", r.code, exitHeld)
+	}
+	if r := runPicket(t, "run", "-db", db, "-name", "n", "-wait", "300ms", "--", "true"); r.code != exitHeld {
+		t.Errorf("held name with -wait: picket run exit %d, want %d; stderr %s", r.code, exitHeld, r.stderr)
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/oklog/run"
+
+	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+// Defaults of picket serve.
+const (
+	DefaultAddr          = "127.0.0.1:7070"
+	DefaultShutdown      = 30 * time.Second
+	DefaultSweepInterval = time.Minute
+)
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "serve")
+	addr := fs.String("addr", DefaultAddr, "listen on this `address`")
+	db := fs.String("db", DefaultDB, "the SQLite `file` (created if missing)")
+	authFile := fs.String("auth-token-file", "", "require this bearer token (read from `file`) on every /v1/ request")
+	lockDelay := fs.Duration("lock-delay", 0, "keep a name unavailable this long after its lease expired (not after a release)")
+	shutdown := fs.Duration("shutdown-timeout", DefaultShutdown, "how long SIGINT/SIGTERM waits for in-flight requests")
+	sweep := fs.Duration("sweep", DefaultSweepInterval, "how often to delete expired lease rows")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if *shutdown <= 0 || *sweep <= 0 {
+		return usagef("serve: -shutdown-timeout and -sweep must be positive")
+	}
+	var serverOpts []httpapi.Option
+	if *authFile != "" {
+		tok, err := readAuthToken(*authFile)
+		if err != nil {
+			return err
+		}
+		serverOpts = append(serverOpts, httpapi.WithAuthToken(tok))
+	}
+
+	logger := log.NewLogfmtLogger(log.NewSyncWriter(e.stderr))
+	logger = log.With(logger, "ts", log.DefaultTimestampUTC)
+
+	metrics := httpapi.NewMetrics()
+	store, err := sqlite.Open(*db,
+		sqlite.WithLockDelay(*lockDelay),
+		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
+		sqlite.WithBatchHook(metrics.ObserveBatch),
+	)
+	if err != nil {
+		return err
+	}
+	// The store closes after every actor has returned: no request is left
+	// that could use it.
+	defer func() {
+		if err := store.Close(); err != nil {
+			level.Error(logger).Log("msg", "closing the store", "err", err)
+		}
+	}()
+
+	// Listen before anything runs, so a bad or busy address fails at once.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store))
+	handler := httpapi.NewServer(store, serverOpts...)
+	srv := httpapi.NewHTTPServer(handler, logger)
+	level.Info(logger).Log("msg", "serving", "addr", ln.Addr().String(), "db", *db, "auth", *authFile != "")
+
+	var g run.Group
+	// The HTTP server. Interrupt: stop accepting, finish in-flight requests
+	// (long polls included) within the shutdown timeout.
+	g.Add(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}, func(error) {
+		sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			level.Warn(logger).Log("msg", "shutdown timed out; closing connections", "err", err)
+			srv.Close()
+		}
+	})
+	// The signal handler: SIGINT or SIGTERM end the group.
+	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	// Housekeeping: delete expired lease rows now and then.
+	sctx, stop := context.WithCancel(ctx)
+	g.Add(func() error {
+		t := time.NewTicker(*sweep)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return nil
+			case <-t.C:
+				if n, err := store.Sweep(sctx); err != nil {
+					level.Warn(logger).Log("msg", "sweep", "err", err)
+				} else if n > 0 {
+					level.Debug(logger).Log("msg", "sweep", "deleted", n)
+				}
+			}
+		}
+	}, func(error) { stop() })
+
+	err = g.Run()
+	if errors.Is(err, run.ErrSignal) {
+		level.Info(logger).Log("msg", "stopped", "reason", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

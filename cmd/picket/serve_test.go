@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
+)
+
+func client(t testing.TB, url string) *httpapi.Client {
+	t.Helper()
+	c, err := httpapi.NewClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestServeSurvivesKill9 kills "picket serve" with SIGKILL and restarts it
+// on the same file: live leases and fenced values survive, and the next
+// token is above every token handed out before.
+func TestServeSurvivesKill9(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "picket.db")
+	var highest uint64
+	var kept lease.Grant
+	for round := 0; round < 3; round++ {
+		srv := startServer(t, db)
+		c := client(t, srv.url)
+		if round > 0 {
+			info, err := c.Get(ctx, kept.Name)
+			if err != nil || info.Token != kept.Token {
+				t.Fatalf("round %d: the live lease: Get = %+v, %v; want token %d", round, info, err, kept.Token)
+			}
+			v, tok, err := c.GetFenced(ctx, "config")
+			if err != nil || string(v) != "v"+kept.Token.String() || tok != kept.Token {
+				t.Fatalf("round %d: fenced value = %q, %d, %v", round, v, tok, err)
+			}
+		}
+		for i := 0; i < 20; i++ {
+			g, err := c.Acquire(ctx, lease.AcquireRequest{Name: "n" + strings.Repeat("x", i%3), Holder: lease.NewHolder(), TTL: time.Second})
+			if err != nil {
+				if errors.Is(err, lease.ErrHeld) {
+					continue
+				}
+				t.Fatal(err)
+			}
+			if uint64(g.Token) <= highest {
+				t.Fatalf("round %d: token %d after %d", round, g.Token, highest)
+			}
+			highest = uint64(g.Token)
+		}
+		var err error
+		kept, err = c.Acquire(ctx, lease.AcquireRequest{Name: fmt.Sprintf("kept%d", round), Holder: lease.NewHolder(), TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		highest = uint64(kept.Token)
+		if err := c.PutFenced(ctx, "config", []byte("v"+kept.Token.String()), kept.Token); err != nil {
+			t.Fatal(err)
+		}
+		srv.kill9(t)
+	}
+}
+
+// TestServeShutsDownGracefully sends SIGTERM while a long poll is in flight:
+// the request still gets its answer and picket serve exits 0.
+func TestServeShutsDownGracefully(t *testing.T) {
+	ctx := context.Background()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			srv := startServer(t, tempDB(t))
+			c := client(t, srv.url)
+			if _, err := c.Acquire(ctx, lease.AcquireRequest{Name: "busy", Holder: "a", TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			answered := make(chan error, 1)
+			go func() {
+				_, err := c.Acquire(ctx, lease.AcquireRequest{Name: "busy", Holder: "b", TTL: time.Minute, Wait: 1500 * time.Millisecond})
+				answered <- err
+			}()
+			time.Sleep(300 * time.Millisecond) // let the long poll reach the server
+			if code := srv.stop(t, sig); code != 0 {
+				t.Errorf("picket serve exit %d after %v, want 0:\n%s", code, sig, srv.logs)
+			}
+			if err := <-answered; !errors.Is(err, lease.ErrHeld) {
+				t.Errorf("in-flight long poll: %v, want the held answer", err)
+			}
+			if _, err := http.Get(srv.url + "/healthz"); err == nil {
+				t.Error("the server still answers after it exited")
+			}
+		})
+	}
+}
