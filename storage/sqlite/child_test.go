@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -78,6 +79,11 @@ func childAcquireRelease(ctx context.Context, s *sqlite.Store, mode, id string, 
 		fmt.Printf("token %d\n", g.Token)
 		if err := s.Release(ctx, name, holder, g.Token); err != nil {
 			return fmt.Errorf("round %d: release %q: %w", i, name, err)
+		}
+		if mode == "shared" {
+			// Give the other child, waiting in its backoff, a chance to
+			// come in between: otherwise one child mostly runs first.
+			time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
 		}
 	}
 	return nil

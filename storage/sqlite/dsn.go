@@ -27,7 +27,7 @@ func checkPath(path string) (string, error) {
 
 // writerDSN is the DSN of the one writer connection: WAL, every commit
 // synced (synchronous=FULL), BEGIN IMMEDIATE so that no transaction has to
-// upgrade its lock half-way.
+// upgrade its lock half-way. Its busy_timeout is short: retryBusy polls.
 func writerDSN(path string, busy time.Duration) string {
 	return fileURI(path, []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",

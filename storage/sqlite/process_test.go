@@ -104,6 +104,13 @@ func TestTwoProcesses(t *testing.T) {
 					seen[tok] = i
 				}
 			}
+			switches, prev := 0, -1
+			for tok := token.Token(1); tok <= token.Token(2*rounds); tok++ {
+				if c, ok := seen[tok]; ok && c != prev {
+					switches, prev = switches+1, c
+				}
+			}
+			t.Logf("the tokens went from one child to the other %d times", switches-1)
 			if st := readFileState(t, path); st.Counter != int64(2*rounds) || st.Leases != 0 {
 				t.Errorf("file holds %+v, want counter %d and no leases", st, 2*rounds)
 			}

@@ -90,7 +90,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 
 func (s *Store) open(ctx context.Context, readConns int) error {
 	var err error
-	if s.wdb, err = sql.Open("sqlite", writerDSN(s.path, s.busy)); err != nil {
+	if s.wdb, err = sql.Open("sqlite", writerDSN(s.path, min(s.busy, sqliteBusyWait))); err != nil {
 		return err
 	}
 	s.wdb.SetMaxOpenConns(1)

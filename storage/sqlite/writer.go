@@ -192,25 +192,28 @@ func (s *Store) runBatch(batch []*op) {
 	}
 }
 
-// Go-side retries of a busy file, on top of SQLite's busy handler: SQLite
-// returns SQLITE_BUSY without waiting in a few cases (a WAL being recovered,
-// a deadlock it detects), and a writer that has waited busy_timeout once
-// gets another chance before its callers see an error.
+// A busy file is waited for on the Go side. SQLite's own busy handler
+// polls the lock at growing intervals (1 ms up to 100 ms); a process that
+// commits back to back leaves the lock free only for microseconds between
+// its transactions, so a waiter that polls every 100 ms can starve for
+// seconds. The writer connection therefore asks SQLite to wait only
+// sqliteBusyWait, and retryBusy polls again every millisecond or two, for up
+// to the store's busy timeout. It also covers the SQLITE_BUSY that SQLite
+// returns without waiting (a WAL being recovered, a deadlock it detects).
 const (
-	busyRetries    = 20
-	busyFirstSleep = time.Millisecond
-	busyMaxSleep   = 50 * time.Millisecond
+	sqliteBusyWait = 5 * time.Millisecond
+	busyFirstSleep = 500 * time.Microsecond
+	busyMaxSleep   = 2 * time.Millisecond
 )
 
-// retryBusy runs fn until it returns something other than a busy error, at
-// most busyRetries times, and no more than three times once the busy timeout
-// has passed, with short jittered sleeps between attempts.
+// retryBusy runs fn until it returns something other than a busy error or
+// the busy timeout has passed, with short jittered sleeps between attempts.
 func (s *Store) retryBusy(ctx context.Context, fn func() error) error {
 	start := time.Now()
 	sleep := busyFirstSleep
-	for attempt := 1; ; attempt++ {
+	for {
 		err := fn()
-		if err == nil || !isBusy(err) || attempt >= busyRetries || (attempt >= 3 && time.Since(start) >= s.busy) {
+		if err == nil || !isBusy(err) || time.Since(start) >= s.busy {
 			return err
 		}
 		d := sleep/2 + rand.N(sleep)
