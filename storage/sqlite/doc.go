@@ -16,7 +16,11 @@
 // put-fenced, sweep), runs them in ONE immediate transaction, each judged
 // against the state the earlier ones left, commits once and only then answers
 // every caller (group commit). A failed commit fails every operation of its
-// batch, none of whose effects exist.
+// batch, none of whose effects exist. A caller whose context ends while its
+// operation waits for the writer gets the context's error and the operation
+// is dropped; once the writer has taken it, it is committed with its batch
+// or not at all, and the caller, who may have gone, cannot tell which (an
+// acquire retried by the same holder gets the grant back).
 //
 // Reads (Get, List, GetFenced, Health) go to a separate pool of query-only
 // connections and never wait behind the writer: the file is in WAL mode.

@@ -76,8 +76,10 @@ func WithMaxBatch(n int) Option { return func(cfg *config) { cfg.maxBatch = n } 
 func WithReadConns(n int) Option { return func(cfg *config) { cfg.readConns = n } }
 
 // WithBatchHook calls hook after every committed batch with the number of
-// operations it carried and the time from BEGIN to the end of COMMIT, for
-// metrics. The hook runs on the writer goroutine: it must be quick.
+// operations it carried and the time it took (waits for another process's
+// lock included), for metrics. The hook runs on the writer goroutine, after
+// the batch's callers were answered and before the next batch: it must be
+// quick.
 func WithBatchHook(hook func(size int, took time.Duration)) Option {
 	return func(cfg *config) { cfg.batchHook = hook }
 }
