@@ -1,10 +1,14 @@
 package sqlite
 
 import (
+	"errors"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,4 +61,26 @@ func fileURI(path string, params []string) string {
 	}
 	u := url.URL{Scheme: "file", Path: p, RawQuery: strings.Join(params, "&")}
 	return u.String()
+}
+
+// createMu serialises createPrivate within the process: closing a
+// descriptor of a file drops every POSIX lock this process holds on it, so
+// no Open may be taking SQLite's locks on the file meanwhile.
+var createMu sync.Mutex
+
+// createPrivate creates the file at path, empty (an empty file is an empty
+// SQLite database), readable by its owner only, unless it exists. The file
+// holds the holders' secrets; SQLite would create it world-readable, and
+// its -wal and -shm files take the database file's permissions.
+func createPrivate(path string) error {
+	createMu.Lock()
+	defer createMu.Unlock()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
-// TestOpenFile: the file is in WAL mode and at schema version 1.
+// TestOpenFile: the file is in WAL mode, at schema version 1, and private.
 func TestOpenFile(t *testing.T) {
 	s := mustOpen(t)
 	db := rawDB(t, s.Path())
@@ -23,6 +23,16 @@ func TestOpenFile(t *testing.T) {
 	}
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 1 {
 		t.Errorf("user_version = %d, %v; want 1", version, err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		fi, err := os.Stat(s.Path() + suffix)
+		if err != nil {
+			t.Errorf("stat: %v", err)
+			continue
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no access for group and others (it holds the holders' secrets)", fi.Name(), perm)
+		}
 	}
 }
 

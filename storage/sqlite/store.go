@@ -44,8 +44,9 @@ type Store struct {
 
 var _ lease.Store = (*Store)(nil)
 
-// Open opens the store in the file at path, creating the file and its
-// schema if needed, and starts its writer goroutine. The file is put in WAL
+// Open opens the store in the file at path, creating the file (mode 0600:
+// it holds the holders' secrets) and its schema if needed, and starts its
+// writer goroutine. The file is put in WAL
 // mode (Open fails if SQLite does not agree), brought to the current schema
 // version and, if the host rebooted since the file was last written, every
 // lease in it is held again for its full TTL from now.
@@ -89,6 +90,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context, readConns int) error {
+	if err := createPrivate(s.path); err != nil {
+		return err
+	}
 	var err error
 	if s.wdb, err = sql.Open("sqlite", writerDSN(s.path, min(s.busy, sqliteBusyWait))); err != nil {
 		return err
