@@ -92,7 +92,7 @@ func (s suite) tests() []namedTest {
 		{"WaitRunsOut", s.testWaitRunsOut},
 		{"WaitCancelled", s.testWaitCancelled},
 		{"Contention", s.testContention},
-		// {"Manager", s.testManager},
+		{"Manager", s.testManager},
 	}
 }
 
