@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -45,6 +47,8 @@ type env struct {
 	store *sqlite.Store
 	srv   *httpapi.Server
 	ts    *httptest.Server
+	url   string       // the server's URL
+	hc    *http.Client // a client for it
 }
 
 // newEnv starts a server with the fenced KV on a fake clock; opts come after
@@ -63,15 +67,15 @@ func serve(tb testing.TB, clk *leasetest.Clock, st *sqlite.Store, opts ...httpap
 	srv := httpapi.NewServer(st, opts...)
 	ts := httptest.NewServer(srv)
 	tb.Cleanup(ts.Close)
-	return &env{clk: clk, store: st, srv: srv, ts: ts}
+	return &env{clk: clk, store: st, srv: srv, ts: ts, url: ts.URL, hc: ts.Client()}
 }
 
 // client returns a Client for e's server.
 func (e *env) client(tb testing.TB, opts ...httpapi.ClientOption) *httpapi.Client {
 	tb.Helper()
-	c, err := httpapi.NewClient(e.ts.URL, append([]httpapi.ClientOption{httpapi.WithHTTPClient(e.ts.Client())}, opts...)...)
+	c, err := httpapi.NewClient(e.url, append([]httpapi.ClientOption{httpapi.WithHTTPClient(e.hc)}, opts...)...)
 	if err != nil {
-		tb.Fatalf("NewClient(%q): %v", e.ts.URL, err)
+		tb.Fatalf("NewClient(%q): %v", e.url, err)
 	}
 	return c
 }
@@ -84,26 +88,36 @@ type answer struct {
 }
 
 // do sends one request to e's server: method, path (already escaped, with
-// any query), body and headers as given.
+// any query), body and headers as given. It fails the test on a transport
+// error.
 func (e *env) do(tb testing.TB, method, path, body string, header http.Header) answer {
 	tb.Helper()
-	req, err := http.NewRequestWithContext(tb.Context(), method, e.ts.URL+path, strings.NewReader(body))
+	a, err := e.send(tb.Context(), method, path, body, header)
 	if err != nil {
-		tb.Fatalf("NewRequest(%s %s): %v", method, path, err)
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// send is do for other goroutines than the test's: it returns its error.
+func (e *env) send(ctx context.Context, method, path, body string, header http.Header) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		return answer{}, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := e.ts.Client().Do(req)
+	resp, err := e.hc.Do(req)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
+		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		tb.Fatalf("%s %s: reading the answer: %v", method, path, err)
+		return answer{}, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // post sends a JSON body.
@@ -181,8 +195,10 @@ func wantJSON(tb testing.TB, what, want string, got []byte) {
 	}
 }
 
-// metricValue sums the gauges or counters called name in m.
-func metricValue(tb testing.TB, m *httpapi.Metrics, name string) float64 {
+// metricValue sums the series called name in m whose labels include the
+// given name, value pairs: the values of gauges and counters, the sample
+// counts of histograms.
+func metricValue(tb testing.TB, m *httpapi.Metrics, name string, labels ...string) float64 {
 	tb.Helper()
 	mfs, err := m.Registry().Gather()
 	if err != nil {
@@ -193,18 +209,29 @@ func metricValue(tb testing.TB, m *httpapi.Metrics, name string) float64 {
 			continue
 		}
 		var sum float64
+	series:
 		for _, x := range mf.GetMetric() {
-			if g := x.GetGauge(); g != nil {
-				sum += g.GetValue()
+			have := map[string]string{}
+			for _, lp := range x.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
 			}
-			if c := x.GetCounter(); c != nil {
-				sum += c.GetValue()
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case x.GetGauge() != nil:
+				sum += x.GetGauge().GetValue()
+			case x.GetCounter() != nil:
+				sum += x.GetCounter().GetValue()
+			case x.GetHistogram() != nil:
+				sum += float64(x.GetHistogram().GetSampleCount())
 			}
 		}
 		return sum
 	}
-	tb.Fatalf("no metric %q", name)
-	return 0
+	return 0 // a vector with no series yet
 }
 
 // routeCase is one request to a fresh server and the answer it should get.

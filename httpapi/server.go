@@ -109,7 +109,8 @@ func NewServer(store lease.Store, opts ...Option) *Server {
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // routes registers every route. Every pattern registered with s.route needs
-// the bearer token when the server has one; s.open ones never do. The
+// the bearer token when the server has one; s.open ones (/healthz, /metrics)
+// never do, and everything else, unknown paths included, does. The
 // method-less patterns answer 405 for the methods a path does not take and
 // 404 elsewhere, so that ServeMux never answers with its plain-text pages or
 // redirects: every answer is JSON but raw KV values and /metrics.
@@ -132,10 +133,9 @@ func (s *Server) routes() {
 	s.route("/v1/leases", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/v1/kv/{key...}", opOther, notAllowed(http.MethodGet, http.MethodHead, http.MethodPut))
 	s.route("/v1/kv", opOther, notFound) // else ServeMux redirects it to /v1/kv/
-	s.route("/v1/", opOther, notFound)
 	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
-	s.open("/", opOther, notFound)
+	s.route("/", opOther, notFound)
 }
 
 // ServeHTTP answers one request. It bounds the body to MaxBodyBytes and
