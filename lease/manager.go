@@ -73,21 +73,23 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration
 // attempts Acquire pauses with a jittered, doubling backoff (WithBackoff), so
 // a store that answers at once is polled, never spun on.
 //
-// Every attempt of one call uses the same holder secret, so an attempt whose
-// answer was lost and that is tried again gets the same grant back. Errors
-// other than ErrHeld and ErrInvalid (ErrUnavailable, a network error) are
-// taken as passing: they are logged and retried with the same backoff until
-// ctx ends.
+// ErrUnavailable is the stores' word for "try again" (a failed commit, a
+// busy file, a server that cannot be reached): Acquire logs it and retries
+// with the same backoff until ctx ends. Every attempt of one call uses the
+// same holder secret, so an attempt whose answer was lost, tried again, gets
+// the same grant back. Any other error (ErrInvalid, a refused credential, an
+// error Acquire does not know) is returned at once: retrying would not change
+// it.
 //
 // A grant that took long to arrive (a wait that ended with a release, say)
 // left little of its TTL on the local deadline, which counts from before the
 // request was sent. Acquire then asks again at once with the same holder,
 // which extends the lease and starts its local deadline afresh.
 //
-// Errors: ErrInvalid at once (the store is not asked for a bad name or ttl;
-// if the store answers ErrInvalid, at once too). When ctx ends first, an
-// error matching ctx's cause, and also the last refusal (ErrHeld with its
-// *HeldError, or the last store error) if there was one.
+// Errors: ErrInvalid at once (for a bad name or ttl the store is not even
+// asked); any store error other than ErrHeld and ErrUnavailable, at once.
+// When ctx ends first: an error matching ctx's cause and also, if there was
+// one, the last refusal (ErrHeld with its *HeldError, or ErrUnavailable).
 func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	req, err := m.request(name, ttl)
 	if err != nil {
@@ -121,16 +123,17 @@ func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (
 			}
 			err = fmt.Errorf("%w: grants take %v to arrive, too long for a %v TTL", ErrUnavailable, took, ttl)
 		}
-		if errors.Is(err, ErrInvalid) {
-			return nil, fmt.Errorf("acquire %q: %w", name, err)
-		}
 		if ctx.Err() != nil {
 			return nil, m.gaveUp(ctx, name, refusal, late)
 		}
-		if errors.Is(err, ErrHeld) {
+		switch {
+		case errors.Is(err, ErrHeld):
 			late = nil // lost while being asked again; someone else has it now
-		} else {
+		case errors.Is(err, ErrUnavailable):
 			level.Warn(m.logger).Log("msg", "acquire failed; retrying", "lease", name, "err", err)
+		default:
+			m.releaseLate(ctx, name, late)
+			return nil, fmt.Errorf("acquire %q: %w", name, err)
 		}
 		refusal = err
 		if !sleep(ctx, b.next()) {
@@ -139,22 +142,28 @@ func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (
 	}
 }
 
-// gaveUp is Acquire's answer when ctx ends first. A grant that arrived late
-// and was being asked again is released rather than left to expire.
+// gaveUp is Acquire's answer when ctx ends first.
 func (m *Manager) gaveUp(ctx context.Context, name string, refusal error, late *Grant) error {
-	if late != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		if err := m.store.Release(rctx, late.Name, late.Holder, late.Token); err != nil {
-			level.Warn(m.logger).Log("msg", "releasing an unused grant failed; it will expire", "lease", name,
-				"token", late.Token, "err", err)
-		}
-		cancel()
-	}
+	m.releaseLate(ctx, name, late)
 	cause := context.Cause(ctx)
 	if refusal == nil {
 		return fmt.Errorf("acquire %q: %w", name, cause)
 	}
 	return fmt.Errorf("acquire %q: %w; last attempt: %w", name, cause, refusal)
+}
+
+// releaseLate releases a grant that Acquire will not return, if any, rather
+// than leave it to expire. It takes at most a second, even after ctx ended.
+func (m *Manager) releaseLate(ctx context.Context, name string, late *Grant) {
+	if late == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := m.store.Release(rctx, name, late.Holder, late.Token); err != nil {
+		level.Warn(m.logger).Log("msg", "releasing an unused grant failed; it will expire", "lease", name,
+			"token", late.Token, "err", err)
+	}
 }
 
 // request builds and checks an acquire request; the store is asked nothing

@@ -170,7 +170,7 @@ func TestAcquireRetries(t *testing.T) {
 		st := newSpy()
 		st.acquireErr = func(n int, _ lease.AcquireRequest) error {
 			if n < 6 {
-				return errors.New("connection reset")
+				return fmt.Errorf("spy: connection reset: %w", lease.ErrUnavailable)
 			}
 			return nil
 		}
@@ -195,6 +195,23 @@ func TestAcquireRetries(t *testing.T) {
 			step = min(2*step, 80*time.Millisecond)
 		}
 	})
+}
+
+// TestAcquireOtherErrorsFailFast: errors other than ErrHeld and
+// ErrUnavailable are not retried.
+func TestAcquireOtherErrorsFailFast(t *testing.T) {
+	refused := errors.New("httpapi: unauthorized")
+	st := newSpy()
+	st.acquireErr = func(int, lease.AcquireRequest) error { return refused }
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := lease.NewManager(st).Acquire(ctx, "other/a", time.Second)
+	if !errors.Is(err, refused) || ctx.Err() != nil {
+		t.Errorf("Acquire = %v (context: %v), want the store's error at once", err, ctx.Err())
+	}
+	if n := len(st.acquireCalls()); n != 1 {
+		t.Errorf("store asked %d times, want 1", n)
+	}
 }
 
 // TestAcquireNeverSpins: a store that refuses at once, ignoring Wait, is
@@ -339,4 +356,25 @@ func TestJitter(t *testing.T) {
 	if len(seen) < 50 {
 		t.Errorf("Jitter(1s) gave only %d distinct values in 100 draws", len(seen))
 	}
+}
+
+// TestAcquireGivesUpLateGrant: when grants keep arriving too late and ctx
+// ends, Acquire fails and releases the grant it got instead of leaving it.
+func TestAcquireGivesUpLateGrant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSpy()
+		st.acquireDelay = func(int, lease.AcquireRequest) time.Duration { return 800 * time.Millisecond }
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		_, err := lease.NewManager(st).Acquire(ctx, "late/b", time.Second)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Acquire = %v, want DeadlineExceeded", err)
+		}
+		if st.releaseCount() != 1 {
+			t.Errorf("store saw %d releases, want 1", st.releaseCount())
+		}
+		if _, err := st.Get(t.Context(), "late/b"); !errors.Is(err, lease.ErrNotFound) {
+			t.Errorf("Get = %v, want ErrNotFound: the late grant was left behind", err)
+		}
+	})
 }
