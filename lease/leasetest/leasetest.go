@@ -1,27 +1,3 @@
-// Package leasetest is the conformance suite for lease.Store: one set of
-// tests that every store (storage/memory, storage/sqlite, httpapi.Client and
-// later storage/etcd) must pass, one subtest per rule of the lease contract.
-//
-// A store's own test wires it in with a Harness:
-//
-//	func TestConformance(t *testing.T) {
-//		leasetest.Run(t, leasetest.Harness{
-//			Open: func(t testing.TB, cfg leasetest.Config) lease.Store {
-//				opts := []memory.Option{memory.WithLockDelay(cfg.LockDelay)}
-//				if cfg.Clock != nil { // not a nil *Clock in a lease.Clock
-//					opts = append(opts, memory.WithClock(cfg.Clock))
-//				}
-//				return memory.New(opts...)
-//			},
-//		})
-//	}
-//
-// Rules about expiry run on a Clock that moves only when the test says so, so
-// they never sleep. Rules about waiting and the Manager run on the store's
-// real clock with short TTLs; the whole suite takes a few seconds.
-//
-// Run must not be called from a parallel test: one of its checks counts the
-// process's goroutines.
 package leasetest
 
 import (
