@@ -216,7 +216,7 @@ func TestFenced(t *testing.T) {
 // at once, for the race detector.
 func TestConcurrentUse(t *testing.T) {
 	st := newSpy()
-	l := acquire(t, st, "concurrent/a", time.Second)
+	l := acquire(t, st, "concurrent/a", time.Minute)
 	l.KeepAlive()
 	var wg sync.WaitGroup
 	for i := range 8 {
