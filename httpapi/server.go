@@ -57,10 +57,18 @@ func WithKV(kv KV) Option { return serverOption(func(s *Server) { s.kv = kv }) }
 // WithLogger sets the logger (default: none). The server logs 5xx answers at
 // level error and every other failed request at level debug, with the keys
 // msg, op, err; it never logs the Authorization header.
-func WithLogger(l log.Logger) Option { return serverOption(func(s *Server) { s.logger = l }) }
+func WithLogger(l log.Logger) Option {
+	return serverOption(func(s *Server) {
+		if l == nil {
+			l = log.NewNopLogger()
+		}
+		s.logger = l
+	})
+}
 
 // WithMetrics counts into m instead of new Metrics; create m first when the
 // store should feed its batch histogram (see Metrics.ObserveBatch).
+// A nil m means new Metrics.
 func WithMetrics(m *Metrics) Option { return serverOption(func(s *Server) { s.metrics = m }) }
 
 // AuthOption is the bearer token, for a Server (an Option) or a Client (a
