@@ -63,7 +63,7 @@
 //	st, err := sqlite.Open(path, sqlite.WithBatchHook(m.ObserveBatch))
 //	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(m),
 //		httpapi.WithAuthToken(tok), httpapi.WithLogger(logger))
-//	hs := httpapi.NewHTTPServer(srv, logger)
+//	hs := httpapi.NewHTTPServer(srv, logger) // Shutdown also ends long polls (Drain)
 //	ln, err := net.Listen("tcp", addr)
 //	err = hs.Serve(ln) // and hs.Shutdown(ctx) on a signal, then st.Close()
 package httpapi

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/picketlock/picket/lease"
@@ -28,6 +31,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	if req.Holder == "" {
 		req.Holder = newHolder()
 	}
+	ctx := r.Context()
+	if req.Wait > 0 && s.draining.Err() != nil {
+		req.Wait = 0 // shutting down: answer at once
+	}
 	if req.Wait > 0 {
 		s.metrics.waiting.Inc()
 		defer s.metrics.waiting.Dec()
@@ -38,13 +45,33 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 		until := time.Now().Add(req.Wait + deadlineSlack)
 		_ = rc.SetReadDeadline(until)
 		_ = rc.SetWriteDeadline(until)
+		// Drain ends the wait.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(s.draining, func() { cancel(errDraining) })
+		defer stop()
 	}
-	g, err := s.store.Acquire(r.Context(), req)
+	g, err := s.store.Acquire(ctx, req)
 	if err != nil {
+		if context.Cause(ctx) == errDraining {
+			return errDraining
+		}
 		return err
 	}
 	return writeJSON(w, http.StatusOK, grantToJSON(g))
 }
+
+// errDraining answers the long polls that Drain ended.
+var errDraining = fmt.Errorf("httpapi: %w: the server is shutting down; try again", lease.ErrUnavailable)
+
+// Drain ends every waiting acquire (wait_ms) at once with 503 unavailable,
+// and makes later acquires answer without waiting, so that
+// http.Server.Shutdown, which waits for requests in flight, need not wait up
+// to a minute for long polls. Other requests are left to finish.
+// NewHTTPServer registers Drain with RegisterOnShutdown. Safe to call more
+// than once.
+func (s *Server) Drain() { s.drainNow() }
 
 // renew answers POST /v1/renew with the renewed grant.
 func (s *Server) renew(w http.ResponseWriter, r *http.Request) error {
@@ -85,7 +112,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 // list answers GET /v1/leases?prefix=P with {"leases": [...]}, sorted by
-// name as the store returns them.
+// name (the store's promise, kept here too).
 func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -102,6 +129,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(infos, func(a, b lease.Info) int { return strings.Compare(a.Name, b.Name) })
 	out := listJSON{Leases: make([]infoJSON, 0, len(infos))}
 	for _, i := range infos {
 		out.Leases = append(out.Leases, infoToJSON(i))

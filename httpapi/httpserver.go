@@ -34,13 +34,15 @@ const (
 
 // NewHTTPServer returns an *http.Server for h (usually a *Server) with every
 // timeout set (the Default* constants) and the server's own errors logged to
-// logger at level warn (nil: not logged). Addr is left empty: listen first
-// with net.Listen, so a bind error comes back at once, then call Serve.
+// logger at level warn (nil: not logged). If h is a *Server, its Drain is
+// registered to run when Shutdown starts, so long polls end at once. Addr is
+// left empty: listen first with net.Listen, so a bind error comes back at
+// once, then call Serve.
 func NewHTTPServer(h http.Handler, logger log.Logger) *http.Server {
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       DefaultReadTimeout,
@@ -49,4 +51,8 @@ func NewHTTPServer(h http.Handler, logger log.Logger) *http.Server {
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Warn(logger)), "", 0),
 	}
+	if s, ok := h.(*Server); ok {
+		hs.RegisterOnShutdown(s.Drain)
+	}
+	return hs
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +123,52 @@ func TestNewHTTPServer(t *testing.T) {
 	}
 	if hs.WriteTimeout <= 60*time.Second {
 		t.Errorf("WriteTimeout %v is not longer than the longest wait_ms", hs.WriteTimeout)
+	}
+}
+
+// TestShutdownEndsLongPolls: Shutdown does not wait for a long poll to run
+// out: Drain answers it 503 unavailable at once, and later acquires do not
+// wait.
+func TestShutdownEndsLongPolls(t *testing.T) {
+	e := newEnv(t)
+	hs := httpapi.NewHTTPServer(e.srv, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	e.url, e.hc = "http://"+ln.Addr().String(), &http.Client{}
+
+	e.acquire(t, "a", "h1", "o1", time.Hour)
+	done := make(chan answer, 1)
+	go func() {
+		a, err := e.send(context.Background(), "POST", "/v1/acquire", `{"name":"a","ttl_ms":10000,"holder":"h2","wait_ms":60000}`, nil)
+		if err != nil {
+			a = answer{body: []byte(err.Error())}
+		}
+		done <- a
+	}()
+	waitForWaiters(t, e.srv.Metrics(), 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v (it waited for the long poll)", err)
+	}
+	if err := <-served; err != http.ErrServerClosed {
+		t.Errorf("Serve: %v", err)
+	}
+	a := <-done
+	if a.status != 503 {
+		t.Fatalf("long poll at shutdown: %d %s, want 503", a.status, a.body)
+	}
+	wantJSON(t, "long poll at shutdown", `{"error":"unavailable"}`, a.body)
+
+	// After Drain an acquire answers at once.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/v1/acquire", strings.NewReader(`{"name":"a","ttl_ms":1000,"holder":"h3","wait_ms":60000}`))
+	e.srv.ServeHTTP(rec, req)
+	if rec.Code != 409 {
+		t.Errorf("acquire after Drain: %d %s, want 409 held at once", rec.Code, rec.Body)
 	}
 }

@@ -31,6 +31,9 @@ type Server struct {
 	logger  log.Logger
 	metrics *Metrics
 	mux     *http.ServeMux
+
+	draining context.Context // done once Drain was called
+	drainNow context.CancelFunc
 }
 
 // HealthChecker is implemented by stores that can say whether they answer
@@ -46,6 +49,7 @@ type HealthChecker interface {
 // answers.
 func NewServer(store lease.Store, opts ...Option) *Server {
 	s := &Server{store: store, logger: log.NewNopLogger()}
+	s.draining, s.drainNow = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o.applyServer(s)
 	}
