@@ -1,0 +1,205 @@
+package benchmarks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/memory"
+)
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestRunSweep(t *testing.T) {
+	var progress []string
+	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+		Store:    memory.New(),
+		Clients:  []int{1, 3},
+		Duration: 30 * time.Millisecond,
+		Progress: func(p benchmarks.Progress) {
+			state := "start"
+			if p.Row != nil {
+				state = "end"
+			}
+			progress = append(progress, fmt.Sprintf("%d/%d %s %d %s", p.Step, p.Steps, p.Names, p.Clients, state))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, r := range rows {
+		steps = append(steps, fmt.Sprintf("%s %d", r.Names, r.Clients))
+	}
+	want := []string{"distinct 1", "distinct 3", "fresh 1", "fresh 3", "hot 1", "hot 3"}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	wantProgress := []string{
+		"1/6 distinct 1 start", "1/6 distinct 1 end", "2/6 distinct 3 start", "2/6 distinct 3 end",
+		"3/6 fresh 1 start", "3/6 fresh 1 end", "4/6 fresh 3 start", "4/6 fresh 3 end",
+		"5/6 hot 1 start", "5/6 hot 1 end", "6/6 hot 3 start", "6/6 hot 3 end",
+	}
+	if diff := cmp.Diff(wantProgress, progress); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+	for _, r := range rows {
+		if r.Errors != 0 || r.FirstError != nil {
+			t.Errorf("%s/%d: %d errors, first %v", r.Names, r.Clients, r.Errors, r.FirstError)
+		}
+		if r.Grants <= 0 || r.GrantsPerSec <= 0 {
+			t.Errorf("%s/%d: %d grants, %.0f/s: want some", r.Names, r.Clients, r.Grants, r.GrantsPerSec)
+		}
+		wantCycles := r.Grants
+		if r.Names == benchmarks.Fresh {
+			wantCycles = 0
+		}
+		if r.Cycles != wantCycles {
+			t.Errorf("%s/%d: %d cycles for %d grants, want %d", r.Names, r.Clients, r.Cycles, r.Grants, wantCycles)
+		}
+		if r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
+			t.Errorf("%s/%d: p50 %v, p99 %v, max %v: want 0 < p50 <= p99 <= max", r.Names, r.Clients, r.P50, r.P99, r.Max)
+		}
+		if r.MinShare < 0 || r.MinShare > 1 {
+			t.Errorf("%s/%d: min share %v out of [0, 1]", r.Names, r.Clients, r.MinShare)
+		}
+		if r.Clients == 1 && r.MinShare != 1 {
+			t.Errorf("%s/1: min share %v, want 1 with one client", r.Names, r.MinShare)
+		}
+	}
+}
+
+// The count bound ends a step long before its duration.
+func TestRunMaxOps(t *testing.T) {
+	for _, w := range benchmarks.DefaultWorkloads {
+		t.Run(w, func(t *testing.T) {
+			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+				Store:     memory.New(),
+				Clients:   []int{4},
+				Workloads: []string{w},
+				Duration:  time.Minute,
+				MaxOps:    25,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rows[0].Grants; got < 1 || got > 25 {
+				t.Errorf("%d grants with MaxOps 25, want 1..25", got)
+			}
+		})
+	}
+}
+
+// failing is a store whose every acquire fails.
+type failing struct{ lease.Store }
+
+var errBroken = fmt.Errorf("broken disk: %w", lease.ErrUnavailable)
+
+func (failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, error) {
+	return lease.Grant{}, errBroken
+}
+
+func TestRunCountsErrors(t *testing.T) {
+	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+		Store:    failing{memory.New()},
+		Clients:  []int{2},
+		Duration: 10 * time.Millisecond,
+		MaxOps:   100,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Errors == 0 || !errors.Is(r.FirstError, errBroken) || r.Grants != 0 {
+			t.Errorf("%s: %d errors (first %v), %d grants; want errors, errBroken, no grants", r.Names, r.Errors, r.FirstError, r.Grants)
+		}
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	rows, err := benchmarks.Run(ctx, benchmarks.Config{
+		Store:    memory.New(),
+		Clients:  []int{1, 2, 3},
+		Duration: 10 * time.Millisecond,
+		Progress: func(p benchmarks.Progress) {
+			if p.Row != nil {
+				if n++; n == 2 {
+					cancel()
+				}
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel: %v, want context.Canceled", err)
+	}
+	if len(rows) != 2 {
+		t.Errorf("%d rows, want the 2 finished before the cancel", len(rows))
+	}
+}
+
+func TestRunInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  benchmarks.Config
+	}{
+		{"no store", benchmarks.Config{}},
+		{"zero clients", benchmarks.Config{Store: memory.New(), Clients: []int{0}}},
+		{"too many clients", benchmarks.Config{Store: memory.New(), Clients: []int{benchmarks.MaxClients + 1}}},
+		{"unknown workload", benchmarks.Config{Store: memory.New(), Workloads: []string{"warm"}}},
+		{"negative duration", benchmarks.Config{Store: memory.New(), Duration: -time.Second}},
+		{"negative max ops", benchmarks.Config{Store: memory.New(), MaxOps: -1}},
+		{"ttl too short", benchmarks.Config{Store: memory.New(), TTL: time.Millisecond}},
+		{"control character in prefix", benchmarks.Config{Store: memory.New(), Prefix: "a\nb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			called := false
+			tc.cfg.Progress = func(benchmarks.Progress) { called = true }
+			rows, err := benchmarks.Run(ctxT(t), tc.cfg)
+			if !errors.Is(err, lease.ErrInvalid) {
+				t.Errorf("Run: %v, want lease.ErrInvalid", err)
+			}
+			if rows != nil || called {
+				t.Errorf("Run with a bad config ran steps: %d rows, progress called %v", len(rows), called)
+			}
+		})
+	}
+}
+
+func TestRowJSON(t *testing.T) {
+	r := benchmarks.Row{
+		Names: benchmarks.Hot, Clients: 16, Elapsed: 2 * time.Second,
+		Grants: 3001, Cycles: 3000, Errors: 2, FirstError: errBroken,
+		GrantsPerSec: 1500.54, CyclesPerSec: 1500.04,
+		P50: 1500 * time.Microsecond, P99: 12345678 * time.Nanosecond, Max: 20 * time.Millisecond,
+		MinShare: 0.81234,
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"clients": 16.0, "names": "hot", "grants_per_sec": 1500.5, "cycles_per_sec": 1500.0,
+		"p50_ms": 1.5, "p99_ms": 12.346, "errors": 2.0, "grants": 3001.0, "elapsed_ms": 2000.0,
+		"max_ms": 20.0, "min_share": 0.812, "first_error": errBroken.Error(),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON row (-want +got):\n%s", diff)
+	}
+}
