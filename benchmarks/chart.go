@@ -13,8 +13,8 @@ import (
 
 // The chart's geometry, in SVG user units.
 const (
-	chartW, chartH                   = 760, 440
-	padLeft, padRight, padTop, padBo = 80, 150, 50, 60
+	chartW, chartH                   = 760, 450
+	padLeft, padRight, padTop, padBo = 80, 150, 60, 60
 )
 
 var seriesColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}

@@ -80,6 +80,7 @@ func commands() []command {
 		{"release", "release a lease", runRelease},
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
+		{"bench", "measure grant throughput", runBench},
 		{"help", "print this help", nil},
 	}
 }

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+// maxBenchDuration bounds -d: every step of a sweep runs that long.
+const maxBenchDuration = 10 * time.Minute
+
+// runBench measures grant throughput (see package benchmarks): a sweep of
+// client counts over the chosen workloads, progress on stderr, a table (or
+// JSON rows) on stdout, optionally an SVG chart.
+//
+// Without -server the store is a SQLite file: the one -db names if it
+// exists, otherwise a file created for the run and deleted after it, so
+// that the bench never writes to a picket.db it was not pointed at.
+func runBench(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "bench")
+	db := fs.String("db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file is used as is)")
+	server := fs.String("server", "", "remote mode: the picket server's `URL`")
+	authFile := fs.String("auth-token-file", "", "remote mode: read the bearer token from `file`")
+	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
+	d := fs.Duration("d", benchmarks.DefaultDuration, "how long each step runs")
+	names := fs.String("names", "both", "the workloads: distinct (acquire+release cycles and fresh grants), hot (one name), or both")
+	asJSON := fs.Bool("json", false, "print one JSON object per row instead of the table")
+	chart := fs.String("chart", "", "write an SVG chart of grants/s against clients to `file`")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	clients, err := parseClients(*clientsFlag)
+	if err != nil {
+		return err
+	}
+	if *d <= 0 || *d > maxBenchDuration {
+		return usagef("bench: -d %v is out of bounds (0, %v]", *d, maxBenchDuration)
+	}
+	var workloads []string
+	switch *names {
+	case "distinct":
+		workloads = []string{benchmarks.Distinct, benchmarks.Fresh}
+	case "hot":
+		workloads = []string{benchmarks.Hot}
+	case "both":
+		workloads = []string{benchmarks.Distinct, benchmarks.Fresh, benchmarks.Hot}
+	default:
+		return usagef("bench: -names %q: want distinct, hot or both", *names)
+	}
+	if *server != "" && *db != "" {
+		return usagef("bench: -db and -server exclude each other")
+	}
+	if *authFile != "" && *server == "" {
+		return usagef("bench: -auth-token-file needs -server")
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, slices.Max(clients))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	steps := len(workloads) * len(clients)
+	fmt.Fprintf(e.stderr, "picket bench: %s; %d steps of %v (about %v)\n", where, steps, *d, time.Duration(steps)*(*d))
+	rows, runErr := benchmarks.Run(ctx, benchmarks.Config{
+		Store:     store,
+		Clients:   clients,
+		Workloads: workloads,
+		Duration:  *d,
+		Progress: func(p benchmarks.Progress) {
+			if p.Row != nil {
+				fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d %s\n", p.Elapsed.Seconds(), p.Step, p.Steps, progressLine(*p.Row))
+			}
+		},
+	})
+	if err := printRows(e.stdout, rows, *asJSON); err != nil {
+		return err
+	}
+	if *chart != "" && len(rows) > 0 {
+		if err := writeChartFile(*chart, "picket bench: grants/s, "+kind, rows); err != nil {
+			return err
+		}
+	}
+	return runErr
+}
+
+// parseClients reads -c: client counts, comma-separated.
+func parseClients(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > benchmarks.MaxClients {
+			return nil, usagef("bench: -c %q: %q is not a client count in [1, %d]", s, f, benchmarks.MaxClients)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// openBenchStore opens the store under test and says what it is, at length
+// (where) and in short (kind). The returned function closes it and deletes
+// a file created for the run.
+func openBenchStore(e *env, db, server, authFile string, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
+	if server != "" {
+		var opts []httpapi.ClientOption
+		if authFile != "" {
+			tok, err := readAuthToken(authFile)
+			if err != nil {
+				return nil, "", "", nil, err
+			}
+			opts = append(opts, httpapi.WithAuthToken(tok))
+		}
+		// One kept-alive connection per client: the default pool keeps two,
+		// and opening a connection per request would measure TCP, not picket.
+		tr := &http.Transport{MaxIdleConns: maxClients, MaxIdleConnsPerHost: maxClients, IdleConnTimeout: time.Minute}
+		opts = append(opts, httpapi.WithHTTPClient(&http.Client{Transport: tr}))
+		c, err := httpapi.NewClient(server, opts...)
+		if err != nil {
+			return nil, "", "", nil, usagef("bench: -server: %v", err)
+		}
+		return c, "server " + server, "over HTTP", tr.CloseIdleConnections, nil
+	}
+	path, temporary := db, false
+	switch _, err := os.Stat(db); {
+	case db == "":
+		dir, err := os.MkdirTemp("", "picket-bench-")
+		if err != nil {
+			return nil, "", "", nil, err
+		}
+		path, temporary = filepath.Join(dir, "bench.db"), true
+	case errors.Is(err, fs.ErrNotExist):
+		temporary = true
+	case err != nil:
+		return nil, "", "", nil, err
+	}
+	remove := func() {
+		if !temporary {
+			return
+		}
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+		if db == "" {
+			os.Remove(filepath.Dir(path))
+		}
+	}
+	st, err := sqlite.Open(path)
+	if err != nil {
+		remove()
+		return nil, "", "", nil, err
+	}
+	where = "file " + path
+	if temporary {
+		where += " (temporary, deleted after the run)"
+	}
+	return st, where, "embedded SQLite file", func() {
+		if err := st.Close(); err != nil {
+			fmt.Fprintf(e.stderr, "picket bench: %v\n", err)
+		}
+		remove()
+	}, nil
+}
+
+func progressLine(r benchmarks.Row) string {
+	s := fmt.Sprintf("%-8s %4d clients: %9.0f grants/s", r.Names, r.Clients, r.GrantsPerSec)
+	if r.Names != benchmarks.Fresh {
+		s += fmt.Sprintf(" %9.0f cycles/s", r.CyclesPerSec)
+	}
+	s += fmt.Sprintf("  p50 %s  p99 %s", msString(r.P50), msString(r.P99))
+	if r.Errors > 0 {
+		s += fmt.Sprintf("  %d errors (first: %v)", r.Errors, r.FirstError)
+	}
+	return s
+}
+
+// printRows prints the table, or one JSON object per row.
+func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool) error {
+	if asJSON {
+		for _, r := range rows {
+			if err := printJSON(w, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tnames\tgrants/s\tcycles/s\tp50\tp99\tmin share\terrors\t")
+	for _, r := range rows {
+		cycles := "-"
+		if r.Names != benchmarks.Fresh {
+			cycles = fmt.Sprintf("%.0f", r.CyclesPerSec)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%d\t\n",
+			r.Clients, r.Names, r.GrantsPerSec, cycles, msString(r.P50), msString(r.P99), r.MinShare, r.Errors)
+	}
+	return tw.Flush()
+}
+
+func msString(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case ms >= 100:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1fms", ms)
+	}
+	return fmt.Sprintf("%.2fms", ms)
+}
+
+func writeChartFile(path, title string, rows []benchmarks.Row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := benchmarks.WriteChart(f, title, rows); err != nil {
+		f.Close()
+		return fmt.Errorf("chart: %w", err)
+	}
+	return f.Close()
+}
