@@ -72,7 +72,9 @@ func TestServeSurvivesKill9(t *testing.T) {
 }
 
 // TestServeShutsDownGracefully sends SIGTERM while a long poll is in flight:
-// the request still gets its answer and picket serve exits 0.
+// the request still gets a whole answer — 503 unavailable at once, which
+// tells a client to try again, rather than holding shutdown for up to a
+// minute — and picket serve exits 0.
 func TestServeShutsDownGracefully(t *testing.T) {
 	ctx := context.Background()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -84,15 +86,15 @@ func TestServeShutsDownGracefully(t *testing.T) {
 			}
 			answered := make(chan error, 1)
 			go func() {
-				_, err := c.Acquire(ctx, lease.AcquireRequest{Name: "busy", Holder: "b", TTL: time.Minute, Wait: 1500 * time.Millisecond})
+				_, err := c.Acquire(ctx, lease.AcquireRequest{Name: "busy", Holder: "b", TTL: time.Minute, Wait: lease.MaxWait})
 				answered <- err
 			}()
 			time.Sleep(300 * time.Millisecond) // let the long poll reach the server
 			if code := srv.stop(t, sig); code != 0 {
 				t.Errorf("picket serve exit %d after %v, want 0:\n%s", code, sig, srv.logs)
 			}
-			if err := <-answered; !errors.Is(err, lease.ErrHeld) {
-				t.Errorf("in-flight long poll: %v, want the held answer", err)
+			if err := <-answered; !errors.Is(err, lease.ErrUnavailable) || !strings.Contains(err.Error(), "shutting down") {
+				t.Errorf("in-flight long poll: %v, want 503 unavailable: shutting down", err)
 			}
 			if _, err := http.Get(srv.url + "/healthz"); err == nil {
 				t.Error("the server still answers after it exited")
