@@ -3,6 +3,7 @@ module github.com/picketlock/picket
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-kit/log v0.2.1
 	github.com/google/go-cmp v0.7.0
 	github.com/oklog/run v1.2.0

@@ -1,0 +1,162 @@
+package linearize
+
+import (
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// state is the model's state in any partition; each partition uses one part.
+type state struct {
+	lease  leaseState
+	kv     kvState
+	tokens tokenState
+}
+
+func (s state) equal(o state) bool {
+	return s.lease == o.lease && s.kv == o.kv && s.tokens.equal(o.tokens)
+}
+
+func (s state) hash() uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%+v|%+v|%d|%d|%d", s.lease, s.kv, s.tokens.Counter, len(s.tokens.granted), len(s.tokens.pending))
+	return h.Sum64()
+}
+
+func (s state) String() string {
+	var parts []string
+	if s.lease != (leaseState{}) {
+		l := s.lease
+		if l.Held {
+			parts = append(parts, fmt.Sprintf("held by %s (owner %q) token %d ttl %v until %v", l.Holder, l.Owner, l.Token, l.TTL, l.Expires))
+		} else {
+			parts = append(parts, "free")
+		}
+		parts = append(parts, fmt.Sprintf("last token %d, store time %v", l.Last, l.Now))
+	}
+	if s.kv != (kvState{}) {
+		parts = append(parts, fmt.Sprintf("highest %d value %q", s.kv.Highest, s.kv.Value))
+	}
+	if t := s.tokens; t.Counter != 0 || len(t.pending) > 0 {
+		parts = append(parts, fmt.Sprintf("counter %d, %d tokens seen, %d lost grants", t.Counter, len(t.granted), len(t.pending)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// step returns the states possible after the call in its partition.
+func step(cfg Config, s state, input any, out Output) []any {
+	var next []any
+	switch in := input.(type) {
+	case tokenInput:
+		for _, t := range stepTokens(s.tokens, in.Input, out) {
+			next = append(next, state{tokens: t})
+		}
+	case Input:
+		if in.Kind.isLease() {
+			for _, l := range stepLease(cfg, s.lease, in, out) {
+				next = append(next, state{lease: l})
+			}
+		} else {
+			for _, kv := range stepKV(s.kv, in, out) {
+				next = append(next, state{kv: kv})
+			}
+		}
+	}
+	return next
+}
+
+// Model returns the porcupine model of a lease store configured like cfg
+// (see the package doc), with its partitions. Operations must carry an Input
+// and an Output of this package, as a Recorder records them.
+func Model(cfg Config) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: Partition,
+		Init:      func() []any { return []any{state{}} },
+		Step: func(s, in, out any) []any {
+			return step(cfg, s.(state), in, out.(Output))
+		},
+		Equal:             func(a, b any) bool { return a.(state).equal(b.(state)) },
+		Hash:              func(s any) uint64 { return s.(state).hash() },
+		DescribeOperation: describeOperation,
+		DescribeState:     func(s any) string { return s.(state).String() },
+	}
+	return nm.ToModel()
+}
+
+// Partition cuts a history into parts that can be checked apart: one per
+// lease name, one per fenced key, and one with every acquire that granted
+// (or may have granted) a token, for the order of tokens across names.
+func Partition(history []porcupine.Operation) [][]porcupine.Operation {
+	parts := map[string][]porcupine.Operation{}
+	for _, op := range history {
+		in := op.Input.(Input)
+		key := "kv\x00" + in.Name
+		if in.Kind.isLease() {
+			key = "lease\x00" + in.Name
+		}
+		parts[key] = append(parts[key], op)
+		if r := op.Output.(Output).Result; in.Kind == Acquire && (r == OK || r == Unknown) {
+			t := op
+			t.Input = tokenInput{in}
+			parts["tokens"] = append(parts["tokens"], t)
+		}
+	}
+	keys := make([]string, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][]porcupine.Operation, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, parts[k])
+	}
+	return out
+}
+
+// Check asks porcupine whether history is linearizable under the model for
+// cfg, giving up after timeout (then the answer is porcupine.Unknown).
+func Check(history []porcupine.Operation, cfg Config, timeout time.Duration) porcupine.CheckResult {
+	return porcupine.CheckOperationsTimeout(Model(cfg), history, timeout)
+}
+
+// Visualize checks history again, collecting what porcupine's visualization
+// needs, and writes it as an HTML file to a new file in the system's
+// temporary directory (which outlives the test), whose path it returns.
+func Visualize(history []porcupine.Operation, cfg Config, timeout time.Duration) (string, error) {
+	m := Model(cfg)
+	_, info := porcupine.CheckOperationsVerbose(m, history, timeout)
+	f, err := os.CreateTemp("", "picket-linearize-*.html")
+	if err != nil {
+		return "", err
+	}
+	path := f.Name()
+	f.Close()
+	if err := porcupine.VisualizePath(m, info, path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// Verify fails t unless porcupine finds history linearizable within timeout.
+// On failure it writes porcupine's visualization of the history and logs
+// where.
+func Verify(t testing.TB, history []porcupine.Operation, cfg Config, timeout time.Duration) {
+	t.Helper()
+	res := Check(history, cfg, timeout)
+	if res == porcupine.Ok {
+		return
+	}
+	t.Errorf("porcupine: the history of %d operations is %s, want Ok", len(history), res)
+	path, err := Visualize(history, cfg, timeout)
+	if err != nil {
+		t.Logf("visualization: %v", err)
+		return
+	}
+	t.Logf("visualization: %s", path)
+}
