@@ -6,6 +6,8 @@ import (
 	"embed"
 	"fmt"
 	"strconv"
+
+	"github.com/go-kit/log/level"
 )
 
 // The schema, one file per version: schema/N.sql moves a file from version
@@ -98,8 +100,10 @@ func (s *Store) syncEpoch(ctx context.Context, q querier) (string, error) {
 		if _, err := q.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'epoch'", epoch); err != nil {
 			return "", fmt.Errorf("sqlite: store epoch: %w", err)
 		}
-		n, _ := res.RowsAffected()
-		s.logger.Log("msg", "new clock epoch: every lease is held for its full TTL from now", "from", stored, "to", epoch, "leases", n)
+		if n, _ := res.RowsAffected(); stored != "" || n > 0 {
+			level.Info(s.logger).Log("msg", "new clock epoch (a reboot): every lease is held for its full TTL from now",
+				"from", stored, "to", epoch, "leases", n)
+		}
 	}
 	return epoch, nil
 }
