@@ -130,11 +130,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	slices.SortFunc(infos, func(a, b lease.Info) int { return strings.Compare(a.Name, b.Name) })
-	out := listJSON{Leases: make([]infoJSON, 0, len(infos))}
-	for _, i := range infos {
-		out.Leases = append(out.Leases, infoToJSON(i))
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, listToJSON(infos))
 }
 
 // healthz answers GET /healthz: 200 {"status": "ok"} when the store answers,

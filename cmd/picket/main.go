@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -126,3 +127,6 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	return codeFor(err)
 }
+
+// printJSON writes v to w as one line of JSON.
+func printJSON(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }

@@ -2,48 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
 
-// grantJSON and infoJSON are the HTTP API's JSON forms, so that scripts read
-// the same fields from the command as from the server.
-type grantJSON struct {
-	Name      string      `json:"name"`
-	Holder    string      `json:"holder"`
-	Owner     string      `json:"owner"`
-	Token     token.Token `json:"token"`
-	TTLMillis int64       `json:"ttl_ms"`
-	ExpiresAt string      `json:"expires_at"`
-}
-
-type infoJSON struct {
-	Name      string      `json:"name"`
-	Owner     string      `json:"owner"`
-	Token     token.Token `json:"token"`
-	TTLMillis int64       `json:"ttl_ms"`
-	ExpiresAt string      `json:"expires_at"`
-}
-
-func toGrantJSON(g lease.Grant) grantJSON {
-	return grantJSON{g.Name, g.Holder, g.Owner, g.Token, g.TTL.Milliseconds(), g.Expires.UTC().Format(time.RFC3339Nano)}
-}
-
-func toInfoJSON(i lease.Info) infoJSON {
-	return infoJSON{i.Name, i.Owner, i.Token, i.TTL.Milliseconds(), i.Expires.UTC().Format(time.RFC3339Nano)}
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	return enc.Encode(v)
-}
+// The script commands print what the HTTP API answers (httpapi.Encode*), so
+// a script reads the same JSON from "picket acquire" as from the server.
 
 func runAcquire(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "acquire")
@@ -57,36 +27,33 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if *name == "" {
+	switch {
+	case *name == "":
 		return usagef("acquire: -name is required")
+	case *wait < 0:
+		return usagef("acquire: -wait must not be negative")
 	}
-	s, err := sf.open(fs)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	h := *holder
 	if h == "" {
 		h = lease.NewHolder()
 	}
-	g, err := acquireWaiting(ctx, s, lease.AcquireRequest{Name: *name, Holder: h, Owner: *owner, TTL: *ttl}, *wait)
-	if err != nil {
-		return fmt.Errorf("acquire %q: %w", *name, err)
-	}
-	return printJSON(e.stdout, toGrantJSON(g))
+	req := lease.AcquireRequest{Name: *name, Holder: h, Owner: *owner, TTL: *ttl}
+	return sf.with(fs, func(s store) error {
+		g, err := acquireWaiting(ctx, s, req, *wait)
+		if err != nil {
+			return fmt.Errorf("acquire %q: %w", *name, err)
+		}
+		return httpapi.EncodeGrant(e.stdout, g)
+	})
 }
 
-// acquireWaiting acquires, waiting up to wait in slices the store accepts.
+// acquireWaiting acquires, waiting up to wait in slices of at most
+// lease.MaxWait (what one request may wait). Every slice uses the same
+// holder, so a slice whose answer was lost is safe to repeat.
 func acquireWaiting(ctx context.Context, s lease.Store, req lease.AcquireRequest, wait time.Duration) (lease.Grant, error) {
-	if wait < 0 {
-		return lease.Grant{}, usagef("-wait must not be negative")
-	}
 	deadline := time.Now().Add(wait)
 	for {
-		req.Wait = min(time.Until(deadline), lease.MaxWait)
-		if req.Wait < 0 {
-			req.Wait = 0
-		}
+		req.Wait = max(0, min(time.Until(deadline), lease.MaxWait))
 		g, err := s.Acquire(ctx, req)
 		if err == nil || !isHeld(err) || time.Until(deadline) <= 0 {
 			return g, err
@@ -107,16 +74,13 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := sf.open(fs)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	g, err := s.Renew(ctx, *name, *holder, t, *ttl)
-	if err != nil {
-		return fmt.Errorf("renew %q: %w", *name, err)
-	}
-	return printJSON(e.stdout, toGrantJSON(g))
+	return sf.with(fs, func(s store) error {
+		g, err := s.Renew(ctx, *name, *holder, t, *ttl)
+		if err != nil {
+			return fmt.Errorf("renew %q: %w", *name, err)
+		}
+		return httpapi.EncodeGrant(e.stdout, g)
+	})
 }
 
 func runRelease(ctx context.Context, e *env, args []string) error {
@@ -131,15 +95,13 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := sf.open(fs)
-	if err != nil {
+	return sf.with(fs, func(s store) error {
+		if err := s.Release(ctx, *name, *holder, t); err != nil {
+			return fmt.Errorf("release %q: %w", *name, err)
+		}
+		_, err := fmt.Fprintln(e.stdout, `{"released":true}`)
 		return err
-	}
-	defer s.Close()
-	if err := s.Release(ctx, *name, *holder, t); err != nil {
-		return fmt.Errorf("release %q: %w", *name, err)
-	}
-	return printJSON(e.stdout, map[string]bool{"released": true})
+	})
 }
 
 func holderFlags(fs *flag.FlagSet) (name, holder, tok *string) {
@@ -165,34 +127,25 @@ func runList(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	prefix := fs.String("prefix", "", "list only names with this prefix")
-	asJSON := fs.Bool("json", false, "print {\"leases\": [...]} as the HTTP API does")
+	asJSON := fs.Bool("json", false, `print {"leases": [...]} as the HTTP API does`)
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	s, err := sf.open(fs)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	infos, err := s.List(ctx, *prefix)
-	if err != nil {
-		return fmt.Errorf("ls: %w", err)
-	}
-	if *asJSON {
-		out := struct {
-			Leases []infoJSON `json:"leases"`
-		}{Leases: []infoJSON{}}
-		for _, i := range infos {
-			out.Leases = append(out.Leases, toInfoJSON(i))
+	return sf.with(fs, func(s store) error {
+		infos, err := s.List(ctx, *prefix)
+		if err != nil {
+			return fmt.Errorf("ls: %w", err)
 		}
-		return printJSON(e.stdout, out)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tTTL\tEXPIRES")
-	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%s\n", i.Name, i.Token, i.Owner, i.TTL, i.Expires.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
+		if *asJSON {
+			return httpapi.EncodeList(e.stdout, infos)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tTTL\tEXPIRES")
+		for _, i := range infos {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%s\n", i.Name, i.Token, i.Owner, i.TTL, i.Expires.UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	})
 }
 
 func runGet(ctx context.Context, e *env, args []string) error {
@@ -206,14 +159,11 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	if *name == "" {
 		return usagef("get: -name is required")
 	}
-	s, err := sf.open(fs)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	i, err := s.Get(ctx, *name)
-	if err != nil {
-		return fmt.Errorf("get %q: %w", *name, err)
-	}
-	return printJSON(e.stdout, toInfoJSON(i))
+	return sf.with(fs, func(s store) error {
+		i, err := s.Get(ctx, *name)
+		if err != nil {
+			return fmt.Errorf("get %q: %w", *name, err)
+		}
+		return httpapi.EncodeInfo(e.stdout, i)
+	})
 }

@@ -72,6 +72,16 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 	return s, nil
 }
 
+// with opens the store, runs f on it and closes it.
+func (f *storeFlags) with(fs *flag.FlagSet, do func(store) error) error {
+	s, err := f.open(fs)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return do(s)
+}
+
 // remote adapts the HTTP client, which holds nothing to close.
 type remote struct{ *httpapi.Client }
 
