@@ -6,6 +6,7 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/go-kit/log v0.2.1
 	github.com/google/go-cmp v0.7.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/oklog/run v1.2.0
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/sys v0.50.0

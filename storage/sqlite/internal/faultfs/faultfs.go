@@ -1,0 +1,166 @@
+package faultfs
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// FS is a mounted fault-injecting file system. Its methods are safe for
+// concurrent use, also with the I/O going on in the mount.
+type FS struct {
+	dir    string
+	server *fuse.Server
+	root   *dirNode
+
+	mu       sync.Mutex
+	nextIno  uint64
+	failSync syscall.Errno // non-zero: every fsync fails with it
+	noSpace  bool
+	stats    Stats
+}
+
+// Stats counts what the file system was asked to do.
+type Stats struct {
+	Writes        int // write requests that succeeded
+	Syncs         int // fsyncs and fdatasyncs of files that succeeded
+	DirSyncs      int // fsyncs of the directory that succeeded
+	FailedSyncs   int // fsyncs failed by FailSync
+	NoSpaceWrites int // writes failed by NoSpace
+	PowerLosses   int
+	LostFiles     int // names that PowerLoss undid (files vanished or came back)
+	LostBytes     int // live bytes that differed from durable ones at PowerLoss
+}
+
+// Mount mounts an empty file system at dir, which must be an empty
+// directory, and serves it until Unmount.
+func Mount(dir string) (*FS, error) {
+	f := &FS{dir: dir, nextIno: 2}
+	f.root = &dirNode{fs: f, live: map[string]*file{}, durable: map[string]*file{}}
+	zero := time.Duration(0)
+	server, err := fs.Mount(dir, f.root, &fs.Options{
+		EntryTimeout:    &zero,
+		AttrTimeout:     &zero,
+		NegativeTimeout: &zero,
+		MountOptions: fuse.MountOptions{
+			FsName:        "faultfs",
+			Name:          "faultfs",
+			DirectMount:   true, // as root: mount(2), no fusermount needed
+			DisableXAttrs: true,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("faultfs: mount %s: %w", dir, err)
+	}
+	f.server = server
+	return f, nil
+}
+
+// Dir returns the mount point.
+func (f *FS) Dir() string { return f.dir }
+
+// Unmount unmounts the file system, retrying for a few seconds while it is
+// busy (a process still has a file open).
+func (f *FS) Unmount() error {
+	var err error
+	for range 50 {
+		if err = f.server.Unmount(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("faultfs: unmount %s: %w", f.dir, err)
+}
+
+// FailSync makes every later fsync and fdatasync, of a file or of the
+// directory, fail with errno (syscall.EIO for an I/O error) and make
+// nothing durable. FailSync(0) makes them work again.
+func (f *FS) FailSync(errno syscall.Errno) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failSync = errno
+}
+
+// NoSpace, while on, fails with ENOSPC every write or fallocate that would
+// make a file longer. Writes within a file's length still succeed.
+func (f *FS) NoSpace(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noSpace = on
+}
+
+// Stats returns the counts so far.
+func (f *FS) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+// PowerLoss throws away everything not synced: every file goes back to its
+// durable bytes and the directory to its durable entries (see the package
+// doc). Kill the processes using the mount first.
+func (f *FS) PowerLoss() {
+	d := f.root
+	f.mu.Lock()
+	files := map[*file]bool{}
+	for _, fl := range d.live {
+		files[fl] = true
+	}
+	for _, fl := range d.durable {
+		files[fl] = true
+	}
+	for name, fl := range d.live {
+		if d.durable[name] != fl {
+			f.stats.LostFiles++
+		}
+	}
+	for name := range d.durable {
+		if _, ok := d.live[name]; !ok {
+			f.stats.LostFiles++
+		}
+	}
+	var inodes []*fs.Inode
+	for fl := range files {
+		f.stats.LostBytes += diffBytes(fl.live, fl.durable)
+		fl.live = slices.Clone(fl.durable)
+		if fl.inode != nil {
+			inodes = append(inodes, fl.inode)
+		}
+	}
+	names := slices.Collect(maps.Keys(d.live))
+	d.live = maps.Clone(d.durable)
+	f.stats.PowerLosses++
+	f.mu.Unlock()
+
+	// Outside the lock: dropping cached pages may make the kernel write
+	// dirty mapped pages back to us first.
+	for _, in := range inodes {
+		in.NotifyContent(0, 0)
+	}
+	for _, name := range names {
+		d.NotifyEntry(name)
+	}
+}
+
+// diffBytes returns how many bytes of live differ from durable, counting a
+// difference in length in full.
+func diffBytes(live, durable []byte) int {
+	n := max(len(live), len(durable)) - min(len(live), len(durable))
+	for i := range min(len(live), len(durable)) {
+		if live[i] != durable[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *FS) ino() uint64 {
+	f.nextIno++
+	return f.nextIno
+}
