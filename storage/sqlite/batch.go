@@ -60,9 +60,11 @@ func (s *Store) execBatch(ops []*op) (results []result, err error) {
 			return nil, fmt.Errorf("write token counter: %w", err)
 		}
 	}
+	hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
+	hook("after-commit")
 	s.epoch.Store(&epoch)
 	return results, nil
 }

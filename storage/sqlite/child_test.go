@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 }
 
 func runChild(mode string) int {
+	if run, ok := faultChildren[mode]; ok { // faultchild_test.go
+		return run()
+	}
 	path := os.Getenv("PICKET_TEST_DB")
 	id := os.Getenv("PICKET_TEST_ID")
 	n, _ := strconv.Atoi(os.Getenv("PICKET_TEST_N"))

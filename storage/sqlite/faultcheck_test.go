@@ -1,0 +1,217 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/token"
+)
+
+// ack is a grant a fault child printed, so acknowledged to its caller.
+type ack struct {
+	tok          token.Token
+	name, holder string
+}
+
+// childRun is what one fault child said before it died.
+type childRun struct {
+	integrity string   // its PRAGMA integrity_check answer
+	acks      []ack    // in the order printed
+	other     []string // anything else, "error ..." above all
+	killed    bool     // it died of SIGKILL
+}
+
+// parseRun reads a fault child's complete lines; a line cut short by a
+// kill was never acknowledged.
+func parseRun(out []byte) childRun {
+	var r childRun
+	for _, line := range strings.SplitAfter(string(out), "\n") {
+		if !strings.HasSuffix(line, "\n") {
+			continue
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if s, ok := strings.CutPrefix(line, "integrity "); ok {
+			r.integrity = s
+			continue
+		}
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "ack" {
+			if tok, err := token.Parse(f[1]); err == nil {
+				r.acks = append(r.acks, ack{tok, f[2], f[3]})
+				continue
+			}
+		}
+		if line != "ready" {
+			r.other = append(r.other, line)
+		}
+	}
+	return r
+}
+
+// startFault starts a fault child in mode on path with extra environment;
+// the caller kills it (or it kills itself) and calls finish.
+func startFault(t *testing.T, ctx context.Context, mode, path, id string, env ...string) (cmd *exec.Cmd, ready func() error, finish func() childRun) {
+	t.Helper()
+	cmd = child(t, ctx, mode, path, id, 0)
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var head strings.Builder
+	r := bufio.NewReader(stdout)
+	ready = func() error {
+		for {
+			line, err := r.ReadString('\n')
+			head.WriteString(line)
+			if err != nil {
+				return fmt.Errorf("child said %q: %w", head.String(), err)
+			}
+			if line == "ready\n" {
+				return nil
+			}
+		}
+	}
+	finish = func() childRun {
+		rest, _ := io.ReadAll(r)
+		err := cmd.Wait()
+		run := parseRun(append([]byte(head.String()), rest...))
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				run.killed = true
+			}
+		}
+		return run
+	}
+	return cmd, ready, finish
+}
+
+// tokenLog checks the tokens of a series of child runs against the promise:
+// every token a run acknowledges exceeds every token acknowledged in the
+// runs before it (a restart never goes back), and no token is acknowledged
+// twice, nor one the file already holds for a grant nobody was told of.
+type tokenLog struct {
+	highest    token.Token         // highest acknowledged so far
+	seen       map[token.Token]ack // every acknowledged grant
+	unacked    map[token.Token]ack // committed, never acknowledged
+	violations []string            // what broke the promise
+	acks       int                 // acknowledged grants, all runs
+}
+
+func newTokenLog() *tokenLog {
+	return &tokenLog{seen: map[token.Token]ack{}, unacked: map[token.Token]ack{}}
+}
+
+func (l *tokenLog) violate(format string, args ...any) {
+	l.violations = append(l.violations, fmt.Sprintf(format, args...))
+}
+
+// add checks run number i's acknowledgements.
+func (l *tokenLog) add(i int, acks []ack) {
+	before := l.highest
+	for _, a := range acks {
+		if a.tok <= before {
+			l.violate("run %d: token %d granted for %q after %d was acknowledged in an earlier run", i, a.tok, a.name, before)
+		}
+		if prev, ok := l.seen[a.tok]; ok {
+			l.violate("run %d: token %d granted twice: to %s for %q, before to %s for %q", i, a.tok, a.holder, a.name, prev.holder, prev.name)
+		}
+		if prev, ok := l.unacked[a.tok]; ok && prev.holder != a.holder {
+			l.violate("run %d: token %d granted to %s for %q, but it was committed for %s (%q) before a crash", i, a.tok, a.holder, a.name, prev.holder, prev.name)
+		}
+		l.seen[a.tok] = a
+		l.highest = max(l.highest, a.tok)
+	}
+	l.acks += len(acks)
+}
+
+// report fails t with the violations, at most 20 of them.
+func (l *tokenLog) report(t *testing.T) {
+	t.Helper()
+	for i, v := range l.violations {
+		if i == 20 {
+			t.Errorf("... and %d more", len(l.violations)-i)
+			break
+		}
+		t.Error(v)
+	}
+}
+
+// leaseRows reads the counter and every lease row of the file at path, on
+// a read-only connection of its own.
+func leaseRows(t *testing.T, path string) (counter token.Token, rows map[string]ack) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := db.QueryRowContext(ctx, "SELECT value FROM counter").Scan(&counter); err != nil {
+		t.Fatalf("read counter: %v", err)
+	}
+	rs, err := db.QueryContext(ctx, "SELECT name, holder, token FROM leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	rows = map[string]ack{}
+	for rs.Next() {
+		var a ack
+		if err := rs.Scan(&a.name, &a.holder, &a.tok); err != nil {
+			t.Fatal(err)
+		}
+		rows[a.name] = a
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counter, rows
+}
+
+// soak reports whether the long form of the fault tests was asked for.
+func soak() bool { return os.Getenv("PICKET_SOAK") == "1" }
+
+// TestTokenLogCatches: the checker of the fault tests reports each way of
+// breaking the promise (the controls of its checks).
+func TestTokenLogCatches(t *testing.T) {
+	first := []ack{{1, "a", "h1"}, {3, "b", "h2"}}
+	for _, tc := range []struct {
+		name    string
+		unacked ack
+		next    []ack
+		want    int // violations
+	}{
+		{"fine", ack{}, []ack{{5, "c", "h3"}, {4, "d", "h4"}}, 0},
+		{"backwards", ack{}, []ack{{2, "c", "h3"}}, 1},
+		{"reissued", ack{}, []ack{{3, "c", "h3"}}, 2}, // not above 3, and twice
+		{"committed for another", ack{4, "x", "hx"}, []ack{{4, "c", "h3"}}, 1},
+		{"committed, same holder", ack{4, "x", "hx"}, []ack{{4, "x", "hx"}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newTokenLog()
+			l.add(0, first)
+			if tc.unacked.tok != 0 {
+				l.unacked[tc.unacked.tok] = tc.unacked
+			}
+			l.add(1, tc.next)
+			if len(l.violations) != tc.want {
+				t.Errorf("%d violations %q, want %d", len(l.violations), l.violations, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,120 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+// The fault tests' children (see runChild): they grant fresh names from
+// several goroutines and print one line per acknowledged grant,
+//
+//	ack <token> <name> <holder>
+//
+// after "integrity <PRAGMA integrity_check's answer>" and "ready". Besides
+// the variables of runChild, they read:
+//
+//	PICKET_TEST_SYNC         PRAGMA synchronous to set on the writer after
+//	                         Open (the power-loss control's naive mode)
+//	PICKET_TEST_CRASH_POINT  the hook point to die at ("crash" mode)
+//	PICKET_TEST_CRASH_BATCH  at its Nth call
+var faultChildren = map[string]func() int{
+	"crash": crashChild,
+	"power": grantChild,
+}
+
+// faultWorkers is how many goroutines of a child grant at once, so that
+// batches carry several grants.
+const faultWorkers = 4
+
+// crashChild kills itself with SIGKILL when the writer reaches the crash
+// point for the Nth time, granting until then.
+func crashChild() int {
+	point := os.Getenv("PICKET_TEST_CRASH_POINT")
+	n, err := strconv.Atoi(os.Getenv("PICKET_TEST_CRASH_BATCH"))
+	if err != nil || n < 1 {
+		fmt.Printf("error crash batch %q\n", os.Getenv("PICKET_TEST_CRASH_BATCH"))
+		return 1
+	}
+	calls := 0 // the writer goroutine's alone
+	sqlite.SetTestHook(func(p string) {
+		if p != point {
+			return
+		}
+		if calls++; calls == n {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	})
+	return grantChild()
+}
+
+// grantChild opens the store, checks the file's integrity and grants fresh
+// names from faultWorkers goroutines until it is killed (or a minute has
+// passed).
+func grantChild() int {
+	path, id := os.Getenv("PICKET_TEST_DB"), os.Getenv("PICKET_TEST_ID")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		fmt.Printf("error open: %v\n", err)
+		return 1
+	}
+	defer s.Close()
+	if mode := os.Getenv("PICKET_TEST_SYNC"); mode != "" {
+		if err := sqlite.ExecWriter(s, "PRAGMA synchronous = "+mode); err != nil {
+			fmt.Printf("error synchronous: %v\n", err)
+			return 1
+		}
+	}
+	fmt.Printf("integrity %s\n", integrity(path))
+	fmt.Println("ready")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex // one whole line per write
+	var wg sync.WaitGroup
+	for w := range faultWorkers {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				name := fmt.Sprintf("%s/%d/%d", id, w, i)
+				holder := "h-" + name
+				g, err := s.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: holder, TTL: time.Hour})
+				mu.Lock()
+				if err != nil {
+					if ctx.Err() == nil {
+						fmt.Printf("error acquire %s: %v\n", name, err)
+					}
+				} else {
+					fmt.Printf("ack %d %s %s\n", g.Token, name, holder)
+				}
+				mu.Unlock()
+				if err != nil {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return 0
+}
+
+// integrity runs PRAGMA integrity_check on a connection of its own.
+func integrity(path string) string {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return err.Error()
+	}
+	defer db.Close()
+	var check string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&check); err != nil {
+		return err.Error()
+	}
+	return check
+}

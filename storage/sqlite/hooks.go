@@ -1,0 +1,17 @@
+package sqlite
+
+// testHook is nil in production. Tests set it (in export_test.go, before
+// any Store opens) to act at named points of the writer goroutine's work:
+//
+//	"before-commit": a batch's statements ran, COMMIT is about to be sent;
+//	"after-commit":  COMMIT returned, no caller of the batch answered yet.
+//
+// The crash tests kill the process there.
+var testHook func(point string)
+
+// hook calls testHook at point, if set.
+func hook(point string) {
+	if testHook != nil {
+		testHook(point)
+	}
+}
