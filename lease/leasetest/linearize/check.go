@@ -119,6 +119,36 @@ func Partition(history []porcupine.Operation) [][]porcupine.Operation {
 	return out
 }
 
+// partitionName names the part of a history that op belongs to, as
+// Partition cuts it.
+func partitionName(op porcupine.Operation) string {
+	switch in := op.Input.(type) {
+	case tokenInput:
+		return "tokens"
+	case Input:
+		if in.Kind.isLease() {
+			return fmt.Sprintf("lease %q", in.Name)
+		}
+		return fmt.Sprintf("key %q", in.Name)
+	}
+	return "?"
+}
+
+// Failing checks each part of history on its own and names those that are
+// not linearizable (or not decided within timeout): "tokens", lease "name"
+// or key "key". It says which promise a history broke.
+func Failing(history []porcupine.Operation, cfg Config, timeout time.Duration) []string {
+	m := Model(cfg)
+	m.Partition = nil
+	var failing []string
+	for _, part := range Partition(history) {
+		if res := porcupine.CheckOperationsTimeout(m, part, timeout); res != porcupine.Ok {
+			failing = append(failing, partitionName(part[0])+": "+string(res))
+		}
+	}
+	return failing
+}
+
 // Check asks porcupine whether history is linearizable under the model for
 // cfg, giving up after timeout (then the answer is porcupine.Unknown).
 func Check(history []porcupine.Operation, cfg Config, timeout time.Duration) porcupine.CheckResult {
@@ -152,7 +182,8 @@ func Verify(t testing.TB, history []porcupine.Operation, cfg Config, timeout tim
 	if res == porcupine.Ok {
 		return
 	}
-	t.Errorf("porcupine: the history of %d operations is %s, want Ok", len(history), res)
+	t.Errorf("porcupine: the history of %d operations is %s, want Ok; failing parts: %q",
+		len(history), res, Failing(history, cfg, timeout))
 	path, err := Visualize(history, cfg, timeout)
 	if err != nil {
 		t.Logf("visualization: %v", err)

@@ -1,0 +1,178 @@
+package linearize_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/leasetest"
+	"github.com/picketlock/picket/lease/leasetest/linearize"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+// checkTimeout bounds porcupine's search; a correct history of the default
+// size is checked in well under a second.
+const checkTimeout = time.Minute
+
+// openStore opens a storage/sqlite store on clk in a new file under
+// t.TempDir(). The test closes it (closeStore) before checking the file;
+// a cleanup closes it if the test stopped early.
+func openStore(t testing.TB, clk *leasetest.Clock, opts ...sqlite.Option) *sqlite.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "picket.db")
+	st, err := sqlite.Open(path, append([]sqlite.Option{sqlite.WithClock(clk)}, opts...)...)
+	if err != nil {
+		t.Fatalf("sqlite.Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// closeAndCheckFile closes st and runs PRAGMA integrity_check on its file.
+func closeAndCheckFile(t testing.TB, st *sqlite.Store) {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	integrityCheck(t, st.Path())
+}
+
+// integrityCheck runs PRAGMA integrity_check on the SQLite file at path and
+// fails t unless it answers exactly "ok".
+func integrityCheck(t testing.TB, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer db.Close()
+	rows, err := db.Query("PRAGMA integrity_check")
+	if err != nil {
+		t.Fatalf("PRAGMA integrity_check: %v", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatalf("PRAGMA integrity_check: %v", err)
+		}
+		lines = append(lines, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("PRAGMA integrity_check: %v", err)
+	}
+	if len(lines) != 1 || lines[0] != "ok" {
+		t.Errorf("PRAGMA integrity_check = %q, want [\"ok\"]", lines)
+	}
+}
+
+// flush returns once the store's writer has dealt with every operation
+// queued before it: a write (a release nobody holds) goes through the same
+// queue and batches.
+func flush(t testing.TB, st lease.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := st.Release(ctx, "flush", "nobody", 1); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("flush: Release = %v, want lease.ErrLost", err)
+	}
+}
+
+// sqliteTarget runs a workload on st directly.
+func sqliteTarget(clk *leasetest.Clock, st *sqlite.Store) target {
+	return target{
+		clock:  clk,
+		begin:  func(testing.TB) (lease.Store, linearize.KV) { return st, st },
+		settle: func(t testing.TB) { flush(t, st) },
+	}
+}
+
+// httpTarget runs a workload through an httpapi.Server over st on
+// 127.0.0.1. Every phase has its own listener: closing it waits for every
+// request the server is still handling, even those whose clients gave up,
+// and then the store is flushed.
+func httpTarget(clk *leasetest.Clock, st *sqlite.Store) target {
+	srv := httpapi.NewServer(st, httpapi.WithKV(st))
+	var ts *httptest.Server
+	return target{
+		clock: clk,
+		begin: func(t testing.TB) (lease.Store, linearize.KV) {
+			ts = httptest.NewServer(srv)
+			c, err := httpapi.NewClient(ts.URL, httpapi.WithHTTPClient(ts.Client()))
+			if err != nil {
+				t.Fatalf("NewClient(%q): %v", ts.URL, err)
+			}
+			return c, c
+		},
+		settle: func(t testing.TB) {
+			ts.Close()
+			flush(t, st)
+		},
+	}
+}
+
+// wantExercised fails t unless the workload met each of the answers that
+// make its check meaningful.
+func wantExercised(t testing.TB, st *stats, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if st.get(k) == 0 {
+			t.Errorf("the workload never got %q: %v", k, st.counts)
+		}
+	}
+}
+
+func TestLinearizableSQLite(t *testing.T) {
+	tests := []struct {
+		name      string
+		lockDelay time.Duration
+	}{
+		{"no lock-delay", 0},
+		{"lock-delay", 500 * time.Millisecond},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := leasetest.NewClock()
+			st := openStore(t, clk, sqlite.WithLockDelay(tc.lockDelay))
+			rec := linearize.NewRecorder(clk)
+			stats := defaultWorkload(uint64(i)+1).run(t, sqliteTarget(clk, st), rec)
+			checkHistory(t, rec, linearize.Config{LockDelay: tc.lockDelay})
+			wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost",
+				"release ok", "put ok", "put stale", "get ok", "get-fenced ok")
+			closeAndCheckFile(t, st)
+		})
+	}
+}
+
+func TestLinearizableHTTP(t *testing.T) {
+	clk := leasetest.NewClock()
+	st := openStore(t, clk)
+	rec := linearize.NewRecorder(clk)
+	w := defaultWorkload(100)
+	stats := w.run(t, httpTarget(clk, st), rec)
+	checkHistory(t, rec, linearize.Config{})
+	wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost",
+		"release ok", "put ok", "put stale", "get ok", "get-fenced ok")
+	closeAndCheckFile(t, st)
+}
+
+// checkHistory checks rec's history with porcupine and that no call failed
+// in a way the workload did not mean.
+func checkHistory(t *testing.T, rec *linearize.Recorder, cfg linearize.Config) {
+	t.Helper()
+	for _, err := range rec.Unexpected() {
+		t.Errorf("unexpected error: %v", err)
+	}
+	ops := rec.Operations()
+	start := time.Now()
+	linearize.Verify(t, ops, cfg, checkTimeout)
+	t.Logf("porcupine checked %d operations (%d with unknown outcome) in %v",
+		len(ops), rec.Unknown(), time.Since(start).Round(time.Millisecond))
+}
