@@ -124,4 +124,3 @@ func orFull(mode string) string {
 	}
 	return mode
 }
-
