@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -262,8 +263,15 @@ func bodyError(err error) error {
 		return invalid("body ends inside its JSON value")
 	case isSyntaxError(err):
 		return invalid("body is not valid JSON: %v", err)
+	case isTimeout(err):
+		return invalid("the body did not arrive within the server's read timeout")
 	}
 	return invalid("reading body: %v", err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func isSyntaxError(err error) bool {

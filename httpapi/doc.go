@@ -29,7 +29,8 @@
 // # The wire
 //
 // JSON in and out, except raw fenced values and /metrics. Errors are
-// {"error": CODE, "message": TEXT}; see the Code constants. The routes:
+// {"error": CODE, "message": TEXT}; see the Code constants (the design's
+// codes, plus too_many_requests 429 from admission control). The routes:
 //
 //	POST /v1/acquire        {"name", "ttl_ms", "owner"?, "holder"?, "wait_ms"?}  → grant
 //	POST /v1/renew          {"name", "holder", "token", "ttl_ms"?}                 → grant
@@ -54,8 +55,18 @@
 // nothing after it (400 bad_request). TTLs and waits out of bounds are
 // refused, never clamped. With WithAuthToken every /v1/ request needs
 // "Authorization: Bearer <token>", compared in constant time; /healthz and
-// /metrics stay open. NewHTTPServer sets the http.Server timeouts; a long
-// poll extends its own connection's deadlines.
+// /metrics stay open. NewHTTPServer sets the http.Server timeouts, so a
+// client that sends its headers or body a byte at a time (slowloris) is cut
+// off; a long poll extends its own connection's deadlines.
+//
+// Admission control keeps a flood from slowing every request down: at most
+// WithMaxInFlight /v1/ requests (DefaultMaxInFlight) are worked on at once,
+// and one more is answered at once with 429 too_many_requests and
+// Retry-After: 1, without reaching the store. Long polls wait in slots of
+// their own (WithMaxWaiting, DefaultMaxWaiting), so waiters never take the
+// short requests' slots. The Client returns ErrTooManyRequests, which
+// matches lease.ErrUnavailable: lease.Manager backs off and tries again.
+// /healthz and /metrics are never limited.
 //
 // # Wiring
 //

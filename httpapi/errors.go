@@ -25,6 +25,10 @@ const (
 	CodeTooLarge     = "too_large"
 	CodeInternal     = "internal"
 	CodeUnavailable  = "unavailable"
+
+	// CodeTooManyRequests (429) answers a request the server did not admit
+	// (see WithMaxInFlight); it means "try again later", like unavailable.
+	CodeTooManyRequests = "too_many_requests"
 )
 
 // Errors for the codes that have no sentinel in lease or token.
@@ -58,7 +62,8 @@ var errorCodes = []errorCode{
 	{CodeLost, http.StatusConflict, lease.ErrLost},
 	{CodeNotFound, http.StatusNotFound, lease.ErrNotFound},
 	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid},
-	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid}, // server side only: the client reads the row above
+	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid},             // server side only: the client reads the row above
+	{CodeTooManyRequests, http.StatusTooManyRequests, ErrTooManyRequests}, // before unavailable, which it matches
 	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnavailable},
 	{CodeInternal, http.StatusInternalServerError, ErrInternal},
 }

@@ -36,6 +36,10 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 		req.Wait = 0 // shutting down: answer at once
 	}
 	if req.Wait > 0 {
+		// A long poll waits in a slot of its own kind (WithMaxWaiting).
+		if err := toWaiting(r.Context()); err != nil {
+			return err
+		}
 		s.metrics.waiting.Inc()
 		defer s.metrics.waiting.Dec()
 		// The connection's deadlines (http.Server's ReadTimeout and

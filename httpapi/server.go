@@ -34,6 +34,8 @@ type Server struct {
 
 	draining context.Context // done once Drain was called
 	drainNow context.CancelFunc
+
+	admit admission // how many /v1/ requests it takes at once
 }
 
 // HealthChecker is implemented by stores that can say whether they answer
@@ -48,7 +50,7 @@ type HealthChecker interface {
 // GET /healthz asks it; otherwise it answers 200 when a Get on the store
 // answers.
 func NewServer(store lease.Store, opts ...Option) *Server {
-	s := &Server{store: store, logger: log.NewNopLogger()}
+	s := &Server{store: store, logger: log.NewNopLogger(), admit: defaultAdmission()}
 	s.draining, s.drainNow = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o.applyServer(s)
@@ -119,9 +121,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // returns an error only if it has written nothing.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
-// route registers h behind the bearer token.
+// route registers h behind admission control (429 when too many requests
+// are in flight) and the bearer token.
 func (s *Server) route(pattern, op string, h handler) {
 	s.mux.Handle(pattern, s.instrument(op, func(w http.ResponseWriter, r *http.Request) error {
+		r, release, ok := s.admit.admitRequest(r)
+		if !ok {
+			return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
+		}
+		defer release()
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
 			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
@@ -200,6 +208,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, e
 		body.Highest = &highest
 	case c.code == CodeInternal:
 		body.Message = "internal error; the server's log has the details"
+	case c.code == CodeTooManyRequests:
+		w.Header().Set("Retry-After", "1")
 	case errors.As(err, &mna):
 		status = http.StatusMethodNotAllowed
 		w.Header().Set("Allow", mna.allow)

@@ -1,0 +1,147 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// Admission control: a flood of requests must not make every request slow.
+// A Server admits at most a fixed number of /v1/ requests at once; one more
+// is answered 429 too_many_requests at once, without touching the store, so
+// the requests it does admit keep their latency and a client backs off
+// (the Client returns an error matching lease.ErrUnavailable, which
+// lease.Manager retries). Long polls (acquire with wait_ms) hold a slot of
+// their own kind: they spend their time waiting, not working, and must not
+// starve short requests, nor be starved by them. /healthz and /metrics are
+// never limited, so a flooded server can still be watched.
+
+// Defaults of the admission limits (WithMaxInFlight, WithMaxWaiting).
+const (
+	// DefaultMaxInFlight bounds the /v1/ requests a Server works on at once,
+	// long polls aside.
+	DefaultMaxInFlight = 1024
+
+	// DefaultMaxWaiting bounds the acquires waiting server-side (wait_ms)
+	// at once.
+	DefaultMaxWaiting = 4096
+)
+
+// ErrTooManyRequests is the error for a request the server did not admit:
+// too many were in flight. It also matches lease.ErrUnavailable: try again
+// later.
+var ErrTooManyRequests error = &tooManyRequestsError{}
+
+type tooManyRequestsError struct{}
+
+func (*tooManyRequestsError) Error() string { return "httpapi: too many requests; try again later" }
+
+// Is makes it unavailable too.
+func (*tooManyRequestsError) Is(target error) bool { return target == lease.ErrUnavailable }
+
+// WithMaxInFlight bounds the /v1/ requests the Server works on at once, long
+// polls aside (default DefaultMaxInFlight). A request over the bound is
+// answered 429 too_many_requests, with Retry-After: 1. n <= 0 means no bound.
+func WithMaxInFlight(n int) Option {
+	return serverOption(func(s *Server) { s.admit.inFlight = newSlots(n) })
+}
+
+// WithMaxWaiting bounds the acquires that wait server-side (wait_ms) at once
+// (default DefaultMaxWaiting). One more is answered 429 too_many_requests.
+// n <= 0 means no bound.
+func WithMaxWaiting(n int) Option {
+	return serverOption(func(s *Server) { s.admit.waiting = newSlots(n) })
+}
+
+// admission holds the two limits. A nil slots is no limit.
+type admission struct {
+	inFlight, waiting slots
+}
+
+func defaultAdmission() admission {
+	return admission{inFlight: newSlots(DefaultMaxInFlight), waiting: newSlots(DefaultMaxWaiting)}
+}
+
+// slots is a counting semaphore that never blocks; nil has no limit.
+type slots chan struct{}
+
+func newSlots(n int) slots {
+	if n <= 0 {
+		return nil
+	}
+	return make(slots, n)
+}
+
+// take takes a slot if one is free.
+func (s slots) take() bool {
+	if s == nil {
+		return true
+	}
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s slots) give() {
+	if s != nil {
+		<-s
+	}
+}
+
+// ticket is an admitted request's slot: in flight at first, waiting once
+// the request becomes a long poll. Its release is idempotent.
+type ticket struct {
+	a       *admission
+	mu      sync.Mutex
+	held    slots
+	holding bool
+}
+
+type ticketKey struct{}
+
+// admitRequest admits r into the in-flight slots and returns the request to
+// serve (carrying its ticket) and the release to defer; ok is false when no
+// slot was free.
+func (a *admission) admitRequest(r *http.Request) (_ *http.Request, release func(), ok bool) {
+	if !a.inFlight.take() {
+		return r, nil, false
+	}
+	t := &ticket{a: a, held: a.inFlight, holding: true}
+	return r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)), t.release, true
+}
+
+func (t *ticket) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.holding {
+		t.held.give()
+		t.holding = false
+	}
+}
+
+// toWaiting moves the request's slot from in flight to waiting. It returns
+// ErrTooManyRequests, keeping the in-flight slot, if no waiting slot is
+// free. A request admitted without a ticket (none in ctx) passes.
+func toWaiting(ctx context.Context) error {
+	t, _ := ctx.Value(ticketKey{}).(*ticket)
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.holding || t.held == t.a.waiting {
+		return nil
+	}
+	if !t.a.waiting.take() {
+		return fmt.Errorf("%w: %d acquires are waiting already", ErrTooManyRequests, cap(t.a.waiting))
+	}
+	t.held.give()
+	t.held = t.a.waiting
+	return nil
+}
