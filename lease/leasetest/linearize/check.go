@@ -25,7 +25,7 @@ func (s state) equal(o state) bool {
 
 func (s state) hash() uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%+v|%+v|%d|%d|%d", s.lease, s.kv, s.tokens.Counter, len(s.tokens.granted), len(s.tokens.pending))
+	fmt.Fprintf(h, "%+v|%+v|%d|%d", s.lease, s.kv, len(s.tokens.granted), len(s.tokens.shown))
 	return h.Sum64()
 }
 
@@ -43,8 +43,9 @@ func (s state) String() string {
 	if s.kv != (kvState{}) {
 		parts = append(parts, fmt.Sprintf("highest %d value %q", s.kv.Highest, s.kv.Value))
 	}
-	if t := s.tokens; t.Counter != 0 || len(t.pending) > 0 {
-		parts = append(parts, fmt.Sprintf("counter %d, %d tokens seen, %d lost grants", t.Counter, len(t.granted), len(t.pending)))
+	if t := s.tokens; len(t.granted) > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens seen (highest %d), %d of them from lost grants",
+			len(t.granted), t.granted[len(t.granted)-1].Token, len(t.shown)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -54,7 +55,7 @@ func step(cfg Config, s state, input any, out Output) []any {
 	var next []any
 	switch in := input.(type) {
 	case tokenInput:
-		for _, t := range stepTokens(s.tokens, in.Input, out) {
+		for _, t := range stepTokens(s.tokens, in, out) {
 			next = append(next, state{tokens: t})
 		}
 	case Input:
@@ -90,8 +91,8 @@ func Model(cfg Config) porcupine.Model {
 }
 
 // Partition cuts a history into parts that can be checked apart: one per
-// lease name, one per fenced key, and one with every acquire that granted
-// (or may have granted) a token, for the order of tokens across names.
+// lease name, one per fenced key, and one with every grant, for the order of
+// tokens across names.
 func Partition(history []porcupine.Operation) [][]porcupine.Operation {
 	parts := map[string][]porcupine.Operation{}
 	for _, op := range history {
@@ -101,11 +102,9 @@ func Partition(history []porcupine.Operation) [][]porcupine.Operation {
 			key = "lease\x00" + in.Name
 		}
 		parts[key] = append(parts[key], op)
-		if r := op.Output.(Output).Result; in.Kind == Acquire && (r == OK || r == Unknown) {
-			t := op
-			t.Input = tokenInput{in}
-			parts["tokens"] = append(parts["tokens"], t)
-		}
+	}
+	if t := tokenPartition(history); len(t) > 0 {
+		parts["tokens"] = t
 	}
 	keys := make([]string, 0, len(parts))
 	for k := range parts {

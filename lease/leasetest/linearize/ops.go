@@ -104,9 +104,6 @@ type Output struct {
 // upper bound of its store time: it may take effect at any later point.
 const forever = math.MaxInt64
 
-// tokenInput is an Acquire as the token partition sees it.
-type tokenInput struct{ Input }
-
 func (in Input) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s(%q", in.Kind, in.Name)

@@ -37,7 +37,7 @@ type workload struct {
 func defaultWorkload(seed uint64) workload {
 	w := workload{
 		workers:  8,
-		phases:   12,
+		phases:   25,
 		perPhase: 10,
 		budget:   2 * time.Second,
 		cancel:   0.15,
@@ -46,7 +46,7 @@ func defaultWorkload(seed uint64) workload {
 		seed:     seed,
 	}
 	if soak() {
-		w.phases, w.budget = 200, 60*time.Second
+		w.phases, w.budget = 2000, 60*time.Second
 	}
 	return w
 }

@@ -1,0 +1,273 @@
+package linearize_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+	"github.com/picketlock/picket/token"
+)
+
+// grantCall is one acquire of the cancellation test and what came of it.
+type grantCall struct {
+	name, holder string
+	tok          token.Token // the token answered; zero when the outcome is unknown
+	released     bool        // released, and the release was acknowledged
+}
+
+// cancelRun is what the goroutines of TestCancelledGrants saw.
+type cancelRun struct {
+	mu      sync.Mutex
+	acked   map[string]*grantCall // by holder (every acquire has its own)
+	unknown map[string]*grantCall // by holder: acquires whose context ended first
+	held    int
+}
+
+// TestCancelledGrants: many goroutines acquire (and release) with contexts
+// cancelled at random moments, 0–3 ms after the call, on the store's real
+// clock with short TTLs. A cancelled caller cannot know whether its grant
+// was committed; the store must never lose track of one: every lease row in
+// the file belongs to a call that either got the grant or had an unknown
+// outcome, every token consumed belongs to such a call, tokens are unique
+// and rise, the store stays healthy and leaks no goroutine, and the file
+// passes PRAGMA integrity_check.
+func TestCancelledGrants(t *testing.T) {
+	goroutines, rounds, budget := 16, 150, 2*time.Second
+	if soak() {
+		rounds, budget = 50000, 60*time.Second
+	}
+	names := make([]string, 16)
+	for i := range names {
+		names[i] = fmt.Sprintf("cancel/%d", i)
+	}
+	path := filepath.Join(t.TempDir(), "picket.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), budget+time.Minute)
+	defer cancel()
+
+	// Warm up the connections, then count goroutines and the counter.
+	warm := mustGrant(t, st, "warm", "warm-holder")
+	for range 8 {
+		if _, err := st.Get(ctx, "warm"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := runtime.NumGoroutine()
+
+	run := &cancelRun{acked: map[string]*grantCall{}, unknown: map[string]*grantCall{}}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			var last token.Token
+			for i := 0; i < rounds && time.Since(start) < budget; i++ {
+				tok := run.attempt(t, ctx, st, rng, names[rng.IntN(len(names))], fmt.Sprintf("g%d-%d", g, i))
+				if tok == 0 {
+					continue
+				}
+				if tok <= last {
+					t.Errorf("goroutine %d: token %d after %d", g, tok, last)
+				}
+				last = tok
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d goroutines in %v: %d grants, %d unknown outcomes, %d held",
+		goroutines, time.Since(start).Round(time.Millisecond), len(run.acked), len(run.unknown), run.held)
+	if len(run.acked) == 0 || len(run.unknown) == 0 {
+		t.Errorf("the run needs both grants and unknown outcomes to mean anything")
+	}
+
+	// The pool is healthy: Health, reads and further grants work.
+	flush(t, st)
+	if err := st.Health(ctx); err != nil {
+		t.Errorf("Health after the run: %v", err)
+	}
+	after := mustGrant(t, st, "after", "after-holder")
+	if _, err := st.Get(ctx, "after"); err != nil {
+		t.Errorf("Get after the run: %v", err)
+	}
+	for _, c := range run.acked {
+		if c.tok >= after.Token {
+			t.Errorf("the grant after the run has token %d, not above %d granted during it", after.Token, c.tok)
+		}
+	}
+	if n := settleGoroutines(base); n > base {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines left, %d before the run:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+
+	closeAndCheckFile(t, st)
+	run.checkFile(t, path, warm.Token, after)
+}
+
+func mustGrant(t *testing.T, st lease.Store, name, holder string) lease.Grant {
+	t.Helper()
+	g, err := st.Acquire(context.Background(), lease.AcquireRequest{Name: name, Holder: holder, TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("Acquire(%q): %v", name, err)
+	}
+	return g
+}
+
+// randomCancel returns a context cancelled 0–3 ms from now (sometimes at
+// once), at a random moment of whatever the call is doing by then.
+func randomCancel(parent context.Context, rng *rand.Rand) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	if rng.IntN(10) == 0 {
+		cancel()
+		return ctx, cancel
+	}
+	timer := time.AfterFunc(time.Duration(rng.Int64N(int64(3*time.Millisecond))), cancel)
+	return ctx, func() { timer.Stop(); cancel() }
+}
+
+// attempt makes one acquire with a randomly cancelled context and, if it was
+// granted, releases it (acknowledged, cancelled too, or not at all). It
+// returns the token granted, or zero.
+func (r *cancelRun) attempt(t *testing.T, parent context.Context, st lease.Store, rng *rand.Rand, name, holder string) token.Token {
+	req := lease.AcquireRequest{Name: name, Holder: holder, TTL: time.Duration(10+rng.IntN(20)) * time.Millisecond}
+	if rng.IntN(4) == 0 {
+		req.Wait = 5 * time.Millisecond
+	}
+	ctx, cancel := randomCancel(parent, rng)
+	g, err := st.Acquire(ctx, req)
+	cancel()
+	c := &grantCall{name: name, holder: holder, tok: g.Token}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.acked[holder] = c
+	case errors.Is(err, lease.ErrHeld):
+		r.held++
+		return 0
+	case errors.Is(err, context.Canceled):
+		c.tok = 0
+		r.unknown[holder] = c
+		return 0
+	default:
+		t.Errorf("Acquire(%q): %v", name, err)
+		return 0
+	}
+	r.mu.Unlock()
+	defer r.mu.Lock()
+	switch rng.IntN(10) {
+	case 0, 1, 2, 3, 4:
+		rctx, rcancel := context.WithTimeout(parent, 10*time.Second)
+		defer rcancel()
+		if err := st.Release(rctx, name, holder, g.Token); err == nil {
+			r.mu.Lock()
+			c.released = true
+			r.mu.Unlock()
+		} else if !errors.Is(err, lease.ErrLost) { // it may have expired
+			t.Errorf("Release(%q, %d): %v", name, g.Token, err)
+		}
+	case 5, 6, 7:
+		rctx, rcancel := randomCancel(parent, rng)
+		defer rcancel()
+		err := st.Release(rctx, name, holder, g.Token)
+		if err != nil && !errors.Is(err, lease.ErrLost) && !errors.Is(err, context.Canceled) {
+			t.Errorf("Release(%q, %d): %v", name, g.Token, err)
+		}
+	}
+	return g.Token
+}
+
+// checkFile checks the closed store's file against what the callers saw.
+// warm is the token granted before the run, after the grant after it.
+func (r *cancelRun) checkFile(t *testing.T, path string, warm token.Token, after lease.Grant) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var counter token.Token
+	if err := db.QueryRow("SELECT value FROM counter").Scan(&counter); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query("SELECT name, holder, token FROM leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	tokens := map[token.Token]string{} // every token seen, acknowledged or in the file, and whose
+	for _, c := range r.acked {
+		if other, ok := tokens[c.tok]; ok {
+			t.Errorf("token %d acknowledged to %s and %s", c.tok, other, c.holder)
+		}
+		tokens[c.tok] = c.holder
+	}
+	for rows.Next() {
+		var name, holder string
+		var tok token.Token
+		if err := rows.Scan(&name, &holder, &tok); err != nil {
+			t.Fatal(err)
+		}
+		switch c, u := r.acked[holder], r.unknown[holder]; {
+		case holder == "warm-holder" || holder == "after-holder":
+		case c != nil:
+			if c.name != name || c.tok != tok {
+				t.Errorf("lease row %q held by %s with token %d; the holder was granted %q with token %d", name, holder, tok, c.name, c.tok)
+			}
+			if c.released {
+				t.Errorf("lease row %q of %s (token %d) is still in the file after its release was acknowledged", name, holder, tok)
+			}
+		case u != nil:
+			if u.name != name {
+				t.Errorf("lease row %q held by %s, whose cancelled acquire was for %q", name, holder, u.name)
+			}
+			if other, ok := tokens[tok]; ok {
+				t.Errorf("lease row %q of %s (a cancelled acquire) has token %d, acknowledged to %s", name, holder, tok, other)
+			}
+			tokens[tok] = holder
+		default:
+			t.Errorf("lease row %q held by %s with token %d belongs to no call that was granted or had an unknown outcome", name, holder, tok)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for tok := range tokens {
+		if tok > counter {
+			t.Errorf("token %d is above the counter %d", tok, counter)
+		}
+	}
+	// Every token consumed between warm and after went to an acknowledged
+	// grant or to a call with unknown outcome.
+	consumed := int(after.Token - warm - 1)
+	if consumed < len(r.acked) || consumed > len(r.acked)+len(r.unknown) {
+		t.Errorf("%d tokens consumed during the run, by %d acknowledged grants and %d unknown outcomes",
+			consumed, len(r.acked), len(r.unknown))
+	}
+	if counter != after.Token {
+		t.Errorf("counter = %d, want %d (the last grant)", counter, after.Token)
+	}
+}
+
+// settleGoroutines returns the number of goroutines once it has dropped to
+// want, trying for at most two seconds.
+func settleGoroutines(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); n > want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	return n
+}
