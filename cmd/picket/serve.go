@@ -33,11 +33,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	lockDelay := fs.Duration("lock-delay", 0, "keep a name unavailable this long after its lease expired (not after a release)")
 	shutdown := fs.Duration("shutdown-timeout", DefaultShutdown, "how long SIGINT/SIGTERM waits for in-flight requests")
 	sweep := fs.Duration("sweep", DefaultSweepInterval, "how often to delete expired lease rows")
+	maxInFlight := fs.Int("max-in-flight", httpapi.DefaultMaxInFlight, "answer 429 beyond this many /v1/ requests at once, long polls aside (0: no bound)")
+	maxWaiting := fs.Int("max-waiting", httpapi.DefaultMaxWaiting, "answer 429 beyond this many acquires waiting with wait_ms (0: no bound)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	if *shutdown <= 0 || *sweep <= 0 {
 		return usagef("serve: -shutdown-timeout and -sweep must be positive")
+	}
+	if *maxInFlight < 0 || *maxWaiting < 0 {
+		return usagef("serve: -max-in-flight and -max-waiting must not be negative")
 	}
 	var serverOpts []httpapi.Option
 	if *authFile != "" {
@@ -73,7 +78,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store))
+	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
+		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting))
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
 	level.Info(logger).Log("msg", "serving", "addr", ln.Addr().String(), "db", *db, "auth", *authFile != "")
