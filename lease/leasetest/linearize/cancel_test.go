@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,23 +25,105 @@ type grantCall struct {
 	released     bool        // released, and the release was acknowledged
 }
 
-// cancelRun is what the goroutines of TestCancelledGrants saw.
+// cancelRun is what the goroutines of a cancellation run saw, and what the
+// checks after it found wrong.
 type cancelRun struct {
-	mu      sync.Mutex
-	acked   map[string]*grantCall // by holder (every acquire has its own)
-	unknown map[string]*grantCall // by holder: acquires whose context ended first
-	held    int
+	mu       sync.Mutex
+	acked    map[string]*grantCall // by holder (every acquire has its own)
+	unknown  map[string]*grantCall // by holder: acquires whose context ended first
+	held     int
+	problems []string
+}
+
+func (r *cancelRun) problem(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
 }
 
 // TestCancelledGrants: many goroutines acquire (and release) with contexts
-// cancelled at random moments, 0–3 ms after the call, on the store's real
-// clock with short TTLs. A cancelled caller cannot know whether its grant
+// cancelled at random moments (half of them, 0–3 ms after the call), on the
+// store's real clock with short TTLs. A cancelled caller cannot know whether its grant
 // was committed; the store must never lose track of one: every lease row in
 // the file belongs to a call that either got the grant or had an unknown
 // outcome, every token consumed belongs to such a call, tokens are unique
-// and rise, the store stays healthy and leaks no goroutine, and the file
-// passes PRAGMA integrity_check.
+// and rise in each goroutine, the store stays healthy and leaks no
+// goroutine, and the file passes PRAGMA integrity_check.
 func TestCancelledGrants(t *testing.T) {
+	st := openRealStore(t)
+	run := runCancellations(t, st, st)
+	for _, p := range run.problems {
+		t.Error(p)
+	}
+	if len(run.acked) == 0 || len(run.unknown) == 0 {
+		t.Errorf("%d grants and %d unknown outcomes: the run needs both to mean anything", len(run.acked), len(run.unknown))
+	}
+}
+
+// TestCancelledGrantsControls runs the cancellation checks against stores
+// broken on purpose and requires each to be caught.
+func TestCancelledGrantsControls(t *testing.T) {
+	tests := []struct {
+		name   string
+		broken func(t *testing.T, st *sqlite.Store) lease.Store
+		want   []string // one of these in one of the problems found
+	}{
+		{"a committed grant reported as held",
+			func(_ *testing.T, st *sqlite.Store) lease.Store { return &hiddenGrant{Store: st} },
+			[]string{"belongs to no call", "consumed during the run"}},
+		{"counter repeats",
+			func(_ *testing.T, st *sqlite.Store) lease.Store { return newRepeatingCounter(st) },
+			[]string{"acknowledged to"}},
+		{"a goroutine left per cancelled call",
+			func(t *testing.T, st *sqlite.Store) lease.Store {
+				stop := make(chan struct{})
+				t.Cleanup(func() { close(stop) })
+				return &leaky{Store: st, stop: stop}
+			},
+			[]string{"goroutines left"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openRealStore(t)
+			run := runCancellations(t, tc.broken(t, st), st)
+			t.Logf("problems found: %d", len(run.problems))
+			for i, p := range run.problems {
+				if i < 3 {
+					t.Logf("  %s", firstLine(p))
+				}
+				for _, w := range tc.want {
+					if strings.Contains(p, w) {
+						return
+					}
+				}
+			}
+			t.Errorf("no problem mentions any of %q", tc.want)
+		})
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// openRealStore opens a store on its real clock in a new file under
+// t.TempDir().
+func openRealStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "picket.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// runCancellations runs the cancelled acquires through use (st, or a broken
+// store over it), then checks the store and, once closed, its file. It
+// returns what it saw and the problems found.
+func runCancellations(t *testing.T, use lease.Store, st *sqlite.Store) *cancelRun {
 	goroutines, rounds, budget := 16, 150, 2*time.Second
 	if soak() {
 		rounds, budget = 50000, 60*time.Second
@@ -49,16 +132,10 @@ func TestCancelledGrants(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("cancel/%d", i)
 	}
-	path := filepath.Join(t.TempDir(), "picket.db")
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), budget+time.Minute)
 	defer cancel()
 
-	// Warm up the connections, then count goroutines and the counter.
+	// Warm up the connections, then count goroutines.
 	warm := mustGrant(t, st, "warm", "warm-holder")
 	for range 8 {
 		if _, err := st.Get(ctx, "warm"); err != nil {
@@ -75,12 +152,12 @@ func TestCancelledGrants(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			var last token.Token
 			for i := 0; i < rounds && time.Since(start) < budget; i++ {
-				tok := run.attempt(t, ctx, st, rng, names[rng.IntN(len(names))], fmt.Sprintf("g%d-%d", g, i))
+				tok := run.attempt(t, ctx, use, rng, names[rng.IntN(len(names))], fmt.Sprintf("g%d-%d", g, i))
 				if tok == 0 {
 					continue
 				}
 				if tok <= last {
-					t.Errorf("goroutine %d: token %d after %d", g, tok, last)
+					run.problem("goroutine %d: token %d after %d", g, tok, last)
 				}
 				last = tok
 			}
@@ -89,31 +166,29 @@ func TestCancelledGrants(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d goroutines in %v: %d grants, %d unknown outcomes, %d held",
 		goroutines, time.Since(start).Round(time.Millisecond), len(run.acked), len(run.unknown), run.held)
-	if len(run.acked) == 0 || len(run.unknown) == 0 {
-		t.Errorf("the run needs both grants and unknown outcomes to mean anything")
-	}
 
 	// The pool is healthy: Health, reads and further grants work.
 	flush(t, st)
 	if err := st.Health(ctx); err != nil {
-		t.Errorf("Health after the run: %v", err)
+		run.problem("Health after the run: %v", err)
 	}
 	after := mustGrant(t, st, "after", "after-holder")
 	if _, err := st.Get(ctx, "after"); err != nil {
-		t.Errorf("Get after the run: %v", err)
+		run.problem("Get after the run: %v", err)
 	}
 	for _, c := range run.acked {
 		if c.tok >= after.Token {
-			t.Errorf("the grant after the run has token %d, not above %d granted during it", after.Token, c.tok)
+			run.problem("the grant after the run has token %d, not above %d granted during it", after.Token, c.tok)
 		}
 	}
 	if n := settleGoroutines(base); n > base {
 		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines left, %d before the run:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+		run.problem("%d goroutines left, %d before the run:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}
 
 	closeAndCheckFile(t, st)
-	run.checkFile(t, path, warm.Token, after)
+	run.checkFile(t, st.Path(), warm.Token, after)
+	return run
 }
 
 func mustGrant(t *testing.T, st lease.Store, name, holder string) lease.Grant {
@@ -125,9 +200,13 @@ func mustGrant(t *testing.T, st lease.Store, name, holder string) lease.Grant {
 	return g
 }
 
-// randomCancel returns a context cancelled 0–3 ms from now (sometimes at
-// once), at a random moment of whatever the call is doing by then.
+// randomCancel returns, for half the calls, a context cancelled 0–3 ms from
+// now (sometimes at once), at a random moment of whatever the call is doing
+// by then; the other half are not cancelled.
 func randomCancel(parent context.Context, rng *rand.Rand) (context.Context, context.CancelFunc) {
+	if rng.IntN(2) == 0 {
+		return context.WithTimeout(parent, 10*time.Second)
+	}
 	ctx, cancel := context.WithCancel(parent)
 	if rng.IntN(10) == 0 {
 		cancel()
@@ -150,23 +229,21 @@ func (r *cancelRun) attempt(t *testing.T, parent context.Context, st lease.Store
 	cancel()
 	c := &grantCall{name: name, holder: holder, tok: g.Token}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case err == nil:
 		r.acked[holder] = c
 	case errors.Is(err, lease.ErrHeld):
 		r.held++
-		return 0
 	case errors.Is(err, context.Canceled):
 		c.tok = 0
 		r.unknown[holder] = c
-		return 0
 	default:
 		t.Errorf("Acquire(%q): %v", name, err)
-		return 0
 	}
 	r.mu.Unlock()
-	defer r.mu.Lock()
+	if err != nil {
+		return 0
+	}
 	switch rng.IntN(10) {
 	case 0, 1, 2, 3, 4:
 		rctx, rcancel := context.WithTimeout(parent, 10*time.Second)
@@ -210,7 +287,7 @@ func (r *cancelRun) checkFile(t *testing.T, path string, warm token.Token, after
 	tokens := map[token.Token]string{} // every token seen, acknowledged or in the file, and whose
 	for _, c := range r.acked {
 		if other, ok := tokens[c.tok]; ok {
-			t.Errorf("token %d acknowledged to %s and %s", c.tok, other, c.holder)
+			r.problem("token %d acknowledged to %s and %s", c.tok, other, c.holder)
 		}
 		tokens[c.tok] = c.holder
 	}
@@ -224,21 +301,21 @@ func (r *cancelRun) checkFile(t *testing.T, path string, warm token.Token, after
 		case holder == "warm-holder" || holder == "after-holder":
 		case c != nil:
 			if c.name != name || c.tok != tok {
-				t.Errorf("lease row %q held by %s with token %d; the holder was granted %q with token %d", name, holder, tok, c.name, c.tok)
+				r.problem("lease row %q held by %s with token %d; the holder was granted %q with token %d", name, holder, tok, c.name, c.tok)
 			}
 			if c.released {
-				t.Errorf("lease row %q of %s (token %d) is still in the file after its release was acknowledged", name, holder, tok)
+				r.problem("lease row %q of %s (token %d) is still in the file after its release was acknowledged", name, holder, tok)
 			}
 		case u != nil:
 			if u.name != name {
-				t.Errorf("lease row %q held by %s, whose cancelled acquire was for %q", name, holder, u.name)
+				r.problem("lease row %q held by %s, whose cancelled acquire was for %q", name, holder, u.name)
 			}
 			if other, ok := tokens[tok]; ok {
-				t.Errorf("lease row %q of %s (a cancelled acquire) has token %d, acknowledged to %s", name, holder, tok, other)
+				r.problem("lease row %q of %s (a cancelled acquire) has token %d, acknowledged to %s", name, holder, tok, other)
 			}
 			tokens[tok] = holder
 		default:
-			t.Errorf("lease row %q held by %s with token %d belongs to no call that was granted or had an unknown outcome", name, holder, tok)
+			r.problem("lease row %q held by %s with token %d belongs to no call that was granted or had an unknown outcome", name, holder, tok)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -246,18 +323,18 @@ func (r *cancelRun) checkFile(t *testing.T, path string, warm token.Token, after
 	}
 	for tok := range tokens {
 		if tok > counter {
-			t.Errorf("token %d is above the counter %d", tok, counter)
+			r.problem("token %d is above the counter %d", tok, counter)
 		}
 	}
 	// Every token consumed between warm and after went to an acknowledged
 	// grant or to a call with unknown outcome.
 	consumed := int(after.Token - warm - 1)
 	if consumed < len(r.acked) || consumed > len(r.acked)+len(r.unknown) {
-		t.Errorf("%d tokens consumed during the run, by %d acknowledged grants and %d unknown outcomes",
+		r.problem("%d tokens consumed during the run, by %d acknowledged grants and %d unknown outcomes",
 			consumed, len(r.acked), len(r.unknown))
 	}
 	if counter != after.Token {
-		t.Errorf("counter = %d, want %d (the last grant)", counter, after.Token)
+		r.problem("counter = %d, want %d (the last grant)", counter, after.Token)
 	}
 }
 
@@ -270,4 +347,39 @@ func settleGoroutines(want int) int {
 		n = runtime.NumGoroutine()
 	}
 	return n
+}
+
+// hiddenGrant reports every fifth grant as held: the grant is committed,
+// and nobody knows.
+type hiddenGrant struct {
+	*sqlite.Store
+	mu sync.Mutex
+	n  int
+}
+
+func (s *hiddenGrant) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
+	g, err := s.Store.Acquire(ctx, req)
+	if err != nil {
+		return g, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n++; s.n%5 == 0 {
+		return lease.Grant{}, &lease.HeldError{Name: req.Name, Owner: "nobody", Expires: g.Expires}
+	}
+	return g, nil
+}
+
+// leaky leaves a goroutine behind for every acquire whose context ended.
+type leaky struct {
+	*sqlite.Store
+	stop chan struct{}
+}
+
+func (s *leaky) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
+	g, err := s.Store.Acquire(ctx, req)
+	if ctx.Err() != nil {
+		go func() { <-s.stop }()
+	}
+	return g, err
 }
