@@ -16,11 +16,11 @@
 //
 // The sequential contract (the model) checks:
 //
-//   - tokens: a fresh grant carries a token greater than every token granted
-//     before it in that order, for any name, so greater than every token
-//     acknowledged before the call began; a token is never handed to a second
-//     name or holder (only the same holder's re-acquire of its live lease
-//     gets its token back);
+//   - tokens: a fresh grant carries a token greater than every token
+//     acknowledged before the call began, for any name (never reissued,
+//     never backwards); a token is never seen on a second name or holder
+//     (only the same holder's re-acquire of its live lease gets its token
+//     back), and on one name each fresh grant's token is above the last;
 //   - one live holder per name, judged by the store's own reports: a grant
 //     reports its deadline (Grant.Expires), and until that deadline (plus the
 //     lock-delay) nobody else gets the name, while Get and a HeldError must
@@ -60,7 +60,11 @@
 // Checking is NP-hard in general, so the history is cut into independent
 // parts that porcupine checks separately: one per lease name (everything
 // about who holds it), one per fenced key, and one holding every grant, which
-// checks the token order across names.
+// checks tokens across names. Each grant there carries the highest token
+// acknowledged before it began, computed from real time, so the search
+// never has to try orders of concurrent grants: a soak history of 16,000
+// calls checks in a fraction of a second. Failing names the parts that do
+// not check, which says which promise was broken.
 //
 // # Use
 //

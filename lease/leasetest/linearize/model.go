@@ -74,7 +74,7 @@ func window(s leaseState, in Input, out Output) (lo, hi time.Duration) {
 // answer is impossible.
 func stepLease(cfg Config, s leaseState, in Input, out Output) []leaseState {
 	lo, hi := window(s, in, out)
-	if lo > hi {
+	if lo > hi || out.Result == OK && !answers(in, out) {
 		return nil
 	}
 	switch in.Kind {
@@ -88,6 +88,18 @@ func stepLease(cfg Config, s leaseState, in Input, out Output) []leaseState {
 		return stepGet(s, out, lo, hi)
 	}
 	return nil
+}
+
+// answers reports whether a grant or a Get's answer is about what was
+// asked: the same name and, for a grant, the same holder.
+func answers(in Input, out Output) bool {
+	switch in.Kind {
+	case Acquire, Renew:
+		return out.Name == in.Name && out.Holder == in.Holder
+	case Get:
+		return out.Name == in.Name
+	}
+	return true
 }
 
 func stepAcquire(cfg Config, s leaseState, in Input, out Output, lo, hi time.Duration) []leaseState {

@@ -1,6 +1,8 @@
 package linearize_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +17,20 @@ const t0 = time.Hour
 
 // h builds hand-written histories: each call is added with a real-time
 // interval [call, ret] (ret < 0: unknown outcome) and a store time at which
-// both ends read the store's clock.
+// both ends read the store's clock. A grant or Get answers with the name
+// and holder asked for unless the case sets others.
 type h struct{ ops []porcupine.Operation }
 
 func (b *h) add(client int, call, ret int64, at time.Duration, in linearize.Input, out linearize.Output) *h {
 	in.Now, out.Now = at, at
+	if out.Result == linearize.OK && in.Kind != linearize.GetFenced && in.Kind != linearize.PutFenced && in.Kind != linearize.Release {
+		if out.Name == "" {
+			out.Name = in.Name
+		}
+		if out.Holder == "" && in.Kind != linearize.Get {
+			out.Holder = in.Holder
+		}
+	}
 	if ret < 0 {
 		ret = 1 << 62
 		out = linearize.Output{Result: linearize.Unknown}
@@ -183,6 +194,21 @@ func TestModel(t *testing.T) {
 			add(0, 2, -1, t0, rel("a", "x", 1), linearize.Output{}).
 			add(1, 4, 5, t0, acq("a", "y", 10*s), granted(2, "y", 10*s, t0)),
 			linearize.Config{}, porcupine.Ok},
+		{"a grant to another holder", new(h).
+			add(0, 0, 1, t0, acq("a", "x", 10*s), func() linearize.Output {
+				o := granted(1, "x", 10*s, t0)
+				o.Holder = "y"
+				return o
+			}()),
+			linearize.Config{}, porcupine.Illegal},
+		{"a get about another name", new(h).
+			add(0, 0, 1, t0, acq("a", "x", 10*s), granted(1, "x", 10*s, t0)).
+			add(1, 2, 3, t0, get("a"), func() linearize.Output {
+				o := info(1, "x", 10*s, t0+10*s)
+				o.Name = "b"
+				return o
+			}()),
+			linearize.Config{}, porcupine.Illegal},
 		{"fenced puts", new(h).
 			add(0, 0, 1, t0, put("k", 3, "a"), ok).
 			add(1, 2, 3, t0, put("k", 3, "b"), ok).
@@ -216,5 +242,27 @@ func TestModel(t *testing.T) {
 				t.Errorf("Check = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestVisualize: an illegal history's visualization is written to a file.
+func TestVisualize(t *testing.T) {
+	const s = time.Second
+	b := new(h).
+		add(0, 0, 1, t0, acq("a", "x", 10*s), granted(1, "x", 10*s, t0)).
+		add(1, 2, 3, t0, acq("b", "y", 10*s), granted(1, "y", 10*s, t0))
+	path, err := linearize.Visualize(b.ops, linearize.Config{}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<html", `acquire(\"b\", y, ttl 10s)`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the visualization %s does not contain %q", path, want)
+		}
 	}
 }

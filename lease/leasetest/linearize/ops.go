@@ -89,6 +89,8 @@ type Input struct {
 // Output is a recorded answer: the porcupine Operation's Output.
 type Output struct {
 	Result Result
+	Name   string        // a grant's or Get's name
+	Holder string        // a grant's holder
 	Token  token.Token   // a grant's or Get's token; for Stale and GetFenced the key's highest
 	Owner  string        // a grant's, Get's or HeldError's owner
 	TTL    time.Duration // a grant's or Get's TTL

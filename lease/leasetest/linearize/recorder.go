@@ -146,7 +146,7 @@ var (
 
 // grantOutput is the Output of a call that answered g.
 func (c *call) grantOutput(g lease.Grant) Output {
-	return Output{Token: g.Token, Owner: g.Owner, TTL: g.TTL, Expires: c.storeTime(g.Expires)}
+	return Output{Name: g.Name, Holder: g.Holder, Token: g.Token, Owner: g.Owner, TTL: g.TTL, Expires: c.storeTime(g.Expires)}
 }
 
 // Acquire records st.Acquire.
@@ -177,7 +177,7 @@ func (c *Client) Release(ctx context.Context, name, holder string, tok token.Tok
 func (c *Client) Get(ctx context.Context, name string) (lease.Info, error) {
 	rc := c.r.begin(c.id, Input{Kind: Get, Name: name})
 	i, err := c.st.Get(ctx, name)
-	rc.end(Output{Token: i.Token, Owner: i.Owner, TTL: i.TTL, Expires: rc.storeTime(i.Expires)}, err)
+	rc.end(Output{Name: i.Name, Token: i.Token, Owner: i.Owner, TTL: i.TTL, Expires: rc.storeTime(i.Expires)}, err)
 	return i, err
 }
 
