@@ -34,6 +34,17 @@ func openStore(t testing.TB, clk *leasetest.Clock, opts ...sqlite.Option) *sqlit
 	return st
 }
 
+// openStorePath opens another store on the file at path.
+func openStorePath(t testing.TB, path string, clk *leasetest.Clock, opts ...sqlite.Option) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(path, append([]sqlite.Option{sqlite.WithClock(clk)}, opts...)...)
+	if err != nil {
+		t.Fatalf("sqlite.Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // closeAndCheckFile closes st and runs PRAGMA integrity_check on its file.
 func closeAndCheckFile(t testing.TB, st *sqlite.Store) {
 	t.Helper()
@@ -133,19 +144,42 @@ func TestLinearizableSQLite(t *testing.T) {
 	tests := []struct {
 		name      string
 		lockDelay time.Duration
+		opts      []sqlite.Option
+		stores    int // on one file, as processes sharing it would
 	}{
-		{"no lock-delay", 0},
-		{"lock-delay", 500 * time.Millisecond},
+		{"group commit", 0, nil, 1},
+		{"lock-delay", 500 * time.Millisecond, nil, 1},
+		{"one operation per transaction", 0, []sqlite.Option{sqlite.WithMaxBatch(1)}, 1},
+		{"two stores on one file", 0, nil, 2},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := leasetest.NewClock()
-			st := openStore(t, clk, sqlite.WithLockDelay(tc.lockDelay))
+			opts := append([]sqlite.Option{sqlite.WithLockDelay(tc.lockDelay)}, tc.opts...)
+			st := openStore(t, clk, opts...)
+			tg := sqliteTarget(clk, st)
+			stores := []*sqlite.Store{st}
+			for range tc.stores - 1 {
+				stores = append(stores, openStorePath(t, st.Path(), clk, opts...))
+			}
+			if len(stores) > 1 {
+				tg.of = func(i int) (lease.Store, linearize.KV) { s := stores[i%len(stores)]; return s, s }
+				tg.settle = func(t testing.TB) {
+					for _, s := range stores {
+						flush(t, s)
+					}
+				}
+			}
 			rec := linearize.NewRecorder(clk)
-			stats := defaultWorkload(uint64(i)+1).run(t, sqliteTarget(clk, st), rec)
+			stats := defaultWorkload(uint64(i)+1).run(t, tg, rec)
 			checkHistory(t, rec, linearize.Config{LockDelay: tc.lockDelay})
 			wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost",
 				"release ok", "put ok", "put stale", "get ok", "get-fenced ok")
+			for _, s := range stores[1:] {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}
 			closeAndCheckFile(t, st)
 		})
 	}

@@ -56,6 +56,9 @@ type target struct {
 	clock *leasetest.Clock
 	// begin returns the store (and fenced KV) the workers use in a phase.
 	begin func(t testing.TB) (lease.Store, linearize.KV)
+	// of, if set, returns the store worker i uses instead (several stores
+	// on one file).
+	of func(i int) (lease.Store, linearize.KV)
 	// settle runs after every worker of a phase returned: it waits until the
 	// store has finished whatever cancelled callers left behind.
 	settle func(t testing.TB)
@@ -121,6 +124,9 @@ func (w workload) run(t testing.TB, tg target, rec *linearize.Recorder) *stats {
 		store, kv := tg.begin(t)
 		var wg sync.WaitGroup
 		for _, wk := range workers {
+			if tg.of != nil {
+				store, kv = tg.of(wk.id)
+			}
 			c := rec.Client(wk.id, store, kv)
 			wg.Go(func() { wk.phase(ctx, c) })
 		}
