@@ -13,6 +13,7 @@ import (
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
 	"github.com/picketlock/picket/lease/leasetest/linearize"
+	"github.com/picketlock/picket/storage/memory"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
@@ -195,6 +196,24 @@ func TestLinearizableHTTP(t *testing.T) {
 	wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost",
 		"release ok", "put ok", "put stale", "get ok", "get-fenced ok")
 	closeAndCheckFile(t, st)
+}
+
+// TestLinearizableMemory: storage/memory, the store for tests, which has no
+// fenced KV.
+func TestLinearizableMemory(t *testing.T) {
+	clk := leasetest.NewClock()
+	st := memory.New(memory.WithClock(clk))
+	rec := linearize.NewRecorder(clk)
+	w := defaultWorkload(200)
+	w.keys = nil
+	tg := target{
+		clock:  clk,
+		begin:  func(testing.TB) (lease.Store, linearize.KV) { return st, nil },
+		settle: func(testing.TB) {}, // a cancelled call leaves nothing behind
+	}
+	stats := w.run(t, tg, rec)
+	checkHistory(t, rec, linearize.Config{})
+	wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost", "release ok", "get ok")
 }
 
 // checkHistory checks rec's history with porcupine and that no call failed

@@ -30,7 +30,7 @@ type workload struct {
 	budget   time.Duration // and no more phases after this much wall time
 	cancel   float64       // the share of calls whose context ends after 0–3 ms
 	names    []string
-	keys     []string
+	keys     []string // no keys: the store has no fenced KV
 	seed     uint64
 }
 
@@ -212,7 +212,7 @@ func (wk *worker) call(parent context.Context, c *linearize.Client) {
 		if err == nil || errors.Is(err, lease.ErrLost) {
 			wk.forget(g.Name, g.Holder)
 		}
-	case n < 82 && len(wk.past) > 0:
+	case n < 82 && len(wk.past) > 0 && len(wk.w.keys) > 0:
 		// Mostly the newest token, sometimes an old one: a paused holder
 		// writing late.
 		tok := wk.past[len(wk.past)-1]
@@ -222,7 +222,7 @@ func (wk *worker) call(parent context.Context, c *linearize.Client) {
 		wk.seq++
 		err := c.PutFenced(ctx, pick(wk.w.keys), fmt.Appendf(nil, "w%d-%d", wk.id, wk.seq), tok)
 		wk.st.add("put", err)
-	case n < 91:
+	case n < 91 && len(wk.w.keys) > 0:
 		_, _, err := c.GetFenced(ctx, pick(wk.w.keys))
 		wk.st.add("get-fenced", err)
 	default:
