@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,6 +107,39 @@ func sqliteTarget(clk *leasetest.Clock, st *sqlite.Store) target {
 	}
 }
 
+// sweeping returns tg with a goroutine calling st.Sweep during every phase,
+// counting the rows it deleted in swept.
+func sweeping(tg target, st *sqlite.Store, swept *atomic.Int64) target {
+	var stop, done chan struct{}
+	begin, settle := tg.begin, tg.settle
+	tg.begin = func(t testing.TB) (lease.Store, linearize.KV) {
+		stop, done = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 10000; i++ { // at once (the clock just moved), then every millisecond
+				n, err := st.Sweep(context.Background())
+				if err != nil {
+					t.Errorf("Sweep: %v", err)
+					return
+				}
+				swept.Add(int64(n))
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		return begin(t)
+	}
+	tg.settle = func(t testing.TB) {
+		close(stop)
+		<-done
+		settle(t)
+	}
+	return tg
+}
+
 // httpTarget runs a workload through an httpapi.Server over st on
 // 127.0.0.1. Every phase has its own listener: closing it waits for every
 // request the server is still handling, even those whose clients gave up,
@@ -146,12 +180,15 @@ func TestLinearizableSQLite(t *testing.T) {
 		name      string
 		lockDelay time.Duration
 		opts      []sqlite.Option
-		stores    int // on one file, as processes sharing it would
+		stores    int  // on one file, as processes sharing it would
+		sweep     bool // Sweep all the time: housekeeping changes nothing visible
 	}{
-		{"group commit", 0, nil, 1},
-		{"lock-delay", 500 * time.Millisecond, nil, 1},
-		{"one operation per transaction", 0, []sqlite.Option{sqlite.WithMaxBatch(1)}, 1},
-		{"two stores on one file", 0, nil, 2},
+		{"group commit", 0, nil, 1, false},
+		{"lock-delay", 500 * time.Millisecond, nil, 1, false},
+		{"one operation per transaction", 0, []sqlite.Option{sqlite.WithMaxBatch(1)}, 1, false},
+		{"two stores on one file", 0, nil, 2, false},
+		{"sweeping", 0, nil, 1, true},
+		{"sweeping with lock-delay", 500 * time.Millisecond, nil, 1, true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,11 +208,21 @@ func TestLinearizableSQLite(t *testing.T) {
 					}
 				}
 			}
+			var swept atomic.Int64
+			if tc.sweep {
+				tg = sweeping(tg, st, &swept)
+			}
 			rec := linearize.NewRecorder(clk)
 			stats := defaultWorkload(uint64(i)+1).run(t, tg, rec)
 			checkHistory(t, rec, linearize.Config{LockDelay: tc.lockDelay})
 			wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost",
 				"release ok", "put ok", "put stale", "get ok", "get-fenced ok")
+			if tc.sweep {
+				t.Logf("swept %d rows", swept.Load())
+				if swept.Load() == 0 {
+					t.Error("Sweep never deleted a row")
+				}
+			}
 			for _, s := range stores[1:] {
 				if err := s.Close(); err != nil {
 					t.Errorf("Close: %v", err)

@@ -41,9 +41,10 @@ func defaultWorkload(seed uint64) workload {
 		perPhase: 10,
 		budget:   2 * time.Second,
 		cancel:   0.15,
-		names:    []string{"lin/a", "lin/b", "lin/c"},
-		keys:     []string{"kv/x", "kv/y"},
-		seed:     seed,
+		// Names and keys that a path must escape, as well as plain ones.
+		names: []string{"lin/a", "lin/ä b%2F", "lin/../c"},
+		keys:  []string{"kv/x", "kv/y z%?"},
+		seed:  seed,
 	}
 	if soak() {
 		w.phases, w.budget = 2000, 60*time.Second
