@@ -3,6 +3,7 @@ package linearize_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,4 +250,52 @@ func (s *lateDeadline) Acquire(ctx context.Context, req lease.AcquireRequest) (l
 		s.lie()
 	}
 	return g, err
+}
+
+// lateCommit answers every fourth acquire "unavailable" (an outcome the
+// caller cannot know) without performing it, and performs it later, on a
+// later call, once the store's clock has moved: a call that takes effect
+// long after its caller left, instead of before it returned or never.
+type lateCommit struct {
+	*sqlite.Store
+	liar
+	clock  lease.Clock
+	mu     sync.Mutex
+	n      int
+	queued []queuedAcquire
+}
+
+type queuedAcquire struct {
+	req lease.AcquireRequest
+	at  time.Duration // the store's clock when the caller was answered
+}
+
+func (s *lateCommit) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
+	s.mu.Lock()
+	var due []lease.AcquireRequest
+	keep := s.queued[:0]
+	for _, q := range s.queued {
+		if s.clock.Now() > q.at {
+			due = append(due, q.req)
+		} else {
+			keep = append(keep, q)
+		}
+	}
+	s.queued = keep
+	s.n++
+	swallow := s.n%4 == 0
+	if swallow {
+		s.queued = append(s.queued, queuedAcquire{req, s.clock.Now()})
+	}
+	s.mu.Unlock()
+	for _, q := range due {
+		q.Wait = 0
+		if _, err := s.Store.Acquire(context.Background(), q); err == nil {
+			s.lie()
+		}
+	}
+	if swallow {
+		return lease.Grant{}, fmt.Errorf("late: %w", lease.ErrUnavailable)
+	}
+	return s.Store.Acquire(ctx, req)
 }

@@ -16,27 +16,35 @@ import (
 // TestControls runs the workload against stores broken on purpose, one
 // promise each, and requires porcupine to find every history illegal: each
 // check of the model is shown to catch the bug it is there for. Calls are
-// never cancelled here, so every lie is in a definite answer.
+// not cancelled, so every lie is in a definite answer, except where the
+// broken promise is about cancelled calls.
 func TestControls(t *testing.T) {
 	tests := []struct {
 		name   string
-		broken func(*sqlite.Store) brokenStore
+		broken func(*leasetest.Clock, *sqlite.Store) brokenStore
 		caught string // the part of the history that must fail: "tokens", "lease" or "key"
+		cancel bool   // cancel calls at random, as the workload does by default
 	}{
-		{"counter repeats", func(st *sqlite.Store) brokenStore { return newRepeatingCounter(st) }, "tokens"},
-		{"held name granted again", func(st *sqlite.Store) brokenStore { return newDoubleGranter(st) }, "lease"},
-		{"fenced put accepts a lower token", func(st *sqlite.Store) brokenStore { return &lowFence{Store: st} }, "key"},
-		{"fenced get misses the highest", func(st *sqlite.Store) brokenStore { return &staleRead{Store: st} }, "key"},
-		{"deadline reported late", func(st *sqlite.Store) brokenStore { return &lateDeadline{Store: st} }, "lease"},
+		{"counter repeats", func(_ *leasetest.Clock, st *sqlite.Store) brokenStore { return newRepeatingCounter(st) }, "tokens", false},
+		{"held name granted again", func(_ *leasetest.Clock, st *sqlite.Store) brokenStore { return newDoubleGranter(st) }, "lease", false},
+		{"fenced put accepts a lower token", func(_ *leasetest.Clock, st *sqlite.Store) brokenStore { return &lowFence{Store: st} }, "key", false},
+		{"fenced get misses the highest", func(_ *leasetest.Clock, st *sqlite.Store) brokenStore { return &staleRead{Store: st} }, "key", false},
+		{"deadline reported late", func(_ *leasetest.Clock, st *sqlite.Store) brokenStore { return &lateDeadline{Store: st} }, "lease", false},
+		{"a cancelled acquire granted later", func(clk *leasetest.Clock, st *sqlite.Store) brokenStore {
+			return &lateCommit{Store: st, clock: clk}
+		}, "lease", false},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := leasetest.NewClock()
 			st := openStore(t, clk)
-			broken := tc.broken(st)
+			broken := tc.broken(clk, st)
 			rec := linearize.NewRecorder(clk)
 			w := defaultWorkload(uint64(1000 + i))
-			w.cancel, w.phases = 0, 6
+			w.phases = 12
+			if !tc.cancel {
+				w.cancel = 0
+			}
 			tg := target{
 				clock:  clk,
 				begin:  func(testing.TB) (lease.Store, linearize.KV) { return broken, broken },

@@ -55,6 +55,12 @@
 // answer that shows it (a Get, the holder's re-acquire) fixes it. A read
 // whose outcome is unknown tells nothing and is left out.
 //
+// A test that knows the store has finished everything (no call in flight,
+// and the store has dealt with what cancelled callers left behind) calls
+// Recorder.Settle: the unknown outcomes so far then took effect by that
+// moment or never. That catches a store that commits a cancelled call
+// later, and keeps the search small.
+//
 // # Partitions
 //
 // Checking is NP-hard in general, so the history is cut into independent
@@ -73,6 +79,9 @@
 //	rec := linearize.NewRecorder(clk)
 //	c := rec.Client(0, st, st) // one per concurrent caller: its ClientId
 //	g, err := c.Acquire(ctx, req)
+//	...                // then, with no call in flight: flush the store,
+//	rec.Settle()       // and move the clock for the next phase
+//	clk.Advance(time.Second)
 //	...
 //	linearize.Verify(t, rec.Operations(), linearize.Config{}, time.Minute)
 //

@@ -64,7 +64,7 @@ func (s leaseState) reveal(tok token.Token) leaseState {
 // (forever for an unknown outcome).
 func window(s leaseState, in Input, out Output) (lo, hi time.Duration) {
 	lo = max(s.Now, in.Now)
-	if out.Result == Unknown {
+	if out.Result == Unknown && !out.Settled {
 		return lo, forever
 	}
 	return lo, out.Now

@@ -97,9 +97,14 @@ type Output struct {
 	// Expires is a deadline in store time: a grant's or Get's expiry, or for
 	// Held the instant the name comes free (lock-delay included).
 	Expires time.Duration
-	Value   string        // GetFenced
-	Now     time.Duration // the store's clock when the answer came; meaningless for Unknown
-	Err     string        // the error, for people
+	Value   string // GetFenced
+	// Now is the store's clock when the answer came; for Unknown, when the
+	// call was settled (see Recorder.Settle), else meaningless.
+	Now time.Duration
+	// Settled marks an Unknown outcome whose call is known to have taken
+	// effect by Now, or never.
+	Settled bool
+	Err     string // the error, for people
 }
 
 // forever is the return time of a call whose outcome is unknown, and the

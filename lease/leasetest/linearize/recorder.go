@@ -51,6 +51,30 @@ func (r *Recorder) Operations() []porcupine.Operation {
 	return append([]porcupine.Operation(nil), r.ops...)
 }
 
+// Settle declares that the store has finished every call recorded so far:
+// each call whose outcome is unknown took effect before now, or never. Its
+// return time, until now the end of time, becomes now, and its store time
+// is bounded by the store clock's reading now. Call it only when no call is
+// in flight and the store has dealt with whatever cancelled callers left
+// behind (for storage/sqlite: after a write has gone through its queue;
+// over HTTP: after the server has finished every request, too). It makes
+// the check stricter (a store that commits a cancelled call much later is
+// caught) and the search smaller.
+func (r *Recorder) Settle() {
+	now, storeNow := r.since(), r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.ops {
+		op := &r.ops[i]
+		if op.Return != forever {
+			continue
+		}
+		out := op.Output.(Output)
+		out.Now, out.Settled = storeNow, true
+		op.Output, op.Return = out, now
+	}
+}
+
 // Unknown returns how many recorded calls had an unknown outcome.
 func (r *Recorder) Unknown() int {
 	r.mu.Lock()

@@ -133,6 +133,7 @@ func (w workload) run(t testing.TB, tg target, rec *linearize.Recorder) *stats {
 		}
 		wg.Wait()
 		tg.settle(t)
+		rec.Settle()
 		tg.clock.Advance(steps[rng.IntN(len(steps))])
 		phases++
 	}
