@@ -124,8 +124,11 @@ func openRealStore(t *testing.T) *sqlite.Store {
 // returns what it saw and the problems found.
 func runCancellations(t *testing.T, use lease.Store, st *sqlite.Store) *cancelRun {
 	goroutines, rounds, budget := 16, 150, 2*time.Second
-	if soak() {
+	switch {
+	case soak():
 		rounds, budget = 50000, 60*time.Second
+	case testing.Short():
+		rounds = 50
 	}
 	names := make([]string, 16)
 	for i := range names {

@@ -46,8 +46,11 @@ func defaultWorkload(seed uint64) workload {
 		keys:  []string{"kv/x", "kv/y z%?"},
 		seed:  seed,
 	}
-	if soak() {
+	switch {
+	case soak():
 		w.phases, w.budget = 2000, 60*time.Second
+	case testing.Short():
+		w.phases = 8
 	}
 	return w
 }
