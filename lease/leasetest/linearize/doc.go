@@ -41,9 +41,9 @@
 // reports its own instant: its deadline minus its TTL). That is exact when the
 // clock does not move while calls are outstanding: advance it between phases,
 // after every call has returned and the store has finished whatever work a
-// cancelled caller left behind. Advanced while calls are in flight, the model
-// may misjudge a call whose outcome is unknown and report a correct store
-// illegal; it never calls a broken one correct because of that.
+// cancelled caller left behind (then call Recorder.Settle). Advanced while
+// calls are in flight, the model may place a call whose outcome is unknown
+// at the wrong time, and misjudge the history either way.
 //
 // # Unknown outcomes
 //
