@@ -260,7 +260,9 @@ func TestLinearizableMemory(t *testing.T) {
 	}
 	stats := w.run(t, tg, rec)
 	checkHistory(t, rec, linearize.Config{})
-	wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost", "release ok", "get ok")
+	// Only an acquire waiting for a name can end with unknown outcome here,
+	// which is rare: not required.
+	wantExercised(t, stats, "acquire ok", "acquire held", "renew ok", "renew lost", "release ok", "get ok")
 }
 
 // checkHistory checks rec's history with porcupine and that no call failed

@@ -50,7 +50,7 @@ func defaultWorkload(seed uint64) workload {
 	case soak():
 		w.phases, w.budget = 2000, 60*time.Second
 	case testing.Short():
-		w.phases = 8
+		w.phases = 12
 	}
 	return w
 }
