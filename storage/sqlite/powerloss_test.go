@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -26,6 +27,9 @@ import (
 // naive durability: WAL frames reach the disk only at a checkpoint) and must
 // be caught reissuing tokens.
 func TestPowerLoss(t *testing.T) {
+	if os.Getenv("PICKET_FAULTFS_WIP") != "1" {
+		t.Skip("being reworked: the FUSE server moves to a process of its own")
+	}
 	cycles, budget := 50, 90*time.Second
 	switch {
 	case soak():
