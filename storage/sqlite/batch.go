@@ -160,7 +160,7 @@ func (b *batch) held(o *op, verb string) (row, *result, error) {
 		return row{}, nil, err
 	}
 	if !found || r.holder != o.holder || r.token != o.tok || b.now >= r.expires {
-		return row{}, &result{err: fmt.Errorf("sqlite: %s %q with token %d: %w", verb, o.name, o.tok, lease.ErrLost)}, nil
+		return row{}, &result{err: lostError(verb, o)}, nil
 	}
 	return r, nil, nil
 }
@@ -180,15 +180,26 @@ func (b *batch) renew(o *op) (result, error) {
 	return result{grant: b.grant(o.name, r)}, nil
 }
 
+// release deletes the row in one statement that also checks it: held by
+// o.holder with o.tok and not expired (the conditions of held). No row
+// deleted means the lease was lost.
 func (b *batch) release(o *op) (result, error) {
-	_, lost, err := b.held(o, "release")
-	if lost != nil || err != nil {
-		return deref(lost), err
-	}
-	if _, err := b.s.w.drop.ExecContext(b.ctx, o.name); err != nil {
+	res, err := b.s.w.dropHeld.ExecContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now))
+	if err != nil {
 		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
 	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
+	}
+	if n != 1 {
+		return result{err: lostError("release", o)}, nil
+	}
 	return result{}, nil
+}
+
+func lostError(verb string, o *op) error {
+	return fmt.Errorf("sqlite: %s %q with token %d: %w", verb, o.name, o.tok, lease.ErrLost)
 }
 
 func deref(r *result) result {

@@ -18,7 +18,7 @@ type writer struct {
 	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at
 	grant                   *sql.Stmt // upsert a new grant
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
-	drop                    *sql.Stmt // delete a lease row
+	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
 	sweep                   *sql.Stmt // delete rows expired before a time
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
@@ -40,7 +40,7 @@ func (w *writer) prepare(ctx context.Context) error {
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
 				granted_at = ?6, expires_at = ?7`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
-		{&w.drop, "DELETE FROM leases WHERE name = ?"},
+		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
 		{&w.sweep, "DELETE FROM leases WHERE expires_at <= ?"},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
@@ -59,7 +59,7 @@ func (w *writer) prepare(ctx context.Context) error {
 func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter,
-		w.lease, w.grant, w.extend, w.drop, w.sweep, w.put, w.kvToken} {
+		w.lease, w.grant, w.extend, w.dropHeld, w.sweep, w.put, w.kvToken} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
