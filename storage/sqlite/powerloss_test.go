@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -27,9 +26,6 @@ import (
 // naive durability: WAL frames reach the disk only at a checkpoint) and must
 // be caught reissuing tokens.
 func TestPowerLoss(t *testing.T) {
-	if os.Getenv("PICKET_FAULTFS_WIP") != "1" {
-		t.Skip("being reworked: the FUSE server moves to a process of its own")
-	}
 	cycles, budget := 50, 90*time.Second
 	switch {
 	case soak():
@@ -65,7 +61,7 @@ func TestPowerLoss(t *testing.T) {
 // the store's own FULL) and returns the checked tokens and the number of
 // acknowledged grants missing from the file at the end.
 func powerLossCycles(t *testing.T, mode string, cycles int, budget time.Duration) (*tokenLog, int) {
-	ffs := faultfs.MountT(t)
+	ffs := faultfs.StartT(t)
 	path := filepath.Join(ffs.Dir(), "picket.db")
 	ctx, cancel := context.WithTimeout(t.Context(), budget)
 	defer cancel()

@@ -20,12 +20,12 @@ import (
 	"github.com/picketlock/picket/storage/sqlite/internal/faultfs"
 )
 
-// mount mounts a faultfs in a new directory for the test, or skips the test
-// when this machine cannot mount FUSE file systems (no /dev/fuse, not root
-// and no fusermount) unless PICKET_REQUIRE_FUSE=1.
-func mount(t *testing.T) *faultfs.FS {
+// mount serves a faultfs from another process in a new directory for the
+// test, or skips the test when this machine cannot mount FUSE file systems
+// (no /dev/fuse, not root and no fusermount) unless PICKET_REQUIRE_FUSE=1.
+func mount(t *testing.T) *faultfs.Remote {
 	t.Helper()
-	return faultfs.MountT(t)
+	return faultfs.StartT(t)
 }
 
 func write(t *testing.T, path string, data []byte, off int64, sync bool) {
@@ -258,6 +258,7 @@ func TestSQLite(t *testing.T) {
 const childEnv = "FAULTFS_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	faultfs.ServeIfChild()
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(sqliteChild(path, os.Getenv("SYNC")))
 	}
