@@ -119,6 +119,9 @@ func (b *batch) grant(name string, r row) lease.Grant {
 }
 
 func (b *batch) acquire(o *op) (result, error) {
+	if granted, res, err := b.grantFree(o); granted || err != nil {
+		return res, err
+	}
 	r, found, err := b.row(o.name)
 	if err != nil {
 		return result{}, err
@@ -150,6 +153,32 @@ func (b *batch) acquire(o *op) (result, error) {
 		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
 	}
 	return result{grant: b.grant(o.name, r)}, nil
+}
+
+// grantFree is acquire's common case in one statement: if the name is free
+// (no row, or an expired one whose lock-delay has passed), it takes the next
+// token and grants it. It reports false, and writes nothing, when the name
+// has a live or lock-delayed row (the holder's own, or another's) or the
+// token space is spent: acquire then reads the row and decides.
+func (b *batch) grantFree(o *op) (bool, result, error) {
+	if b.counter >= token.Max {
+		return false, result{}, nil
+	}
+	r := row{holder: o.holder, owner: o.owner, token: b.counter + 1, ttl: o.ttl, expires: b.now + o.ttl}
+	res, err := b.s.w.grantFree.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), int64(b.s.lockDelay))
+	if err != nil {
+		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	if n != 1 {
+		return false, result{}, nil
+	}
+	b.counter = r.token
+	return true, result{grant: b.grant(o.name, r)}, nil
 }
 
 // held returns the row of the live lease on o.name held by o.holder with

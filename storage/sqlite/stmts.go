@@ -8,8 +8,9 @@ import (
 )
 
 // writer is the writer goroutine's connection and its prepared statements:
-// the hot path of every grant is one SELECT and one write on them, plus, per
-// batch, BEGIN, the counter read, the counter write and COMMIT.
+// a grant on a free name and a release are one statement each (a SELECT
+// comes first only when the name turns out to be held, and for renew),
+// plus, per batch, BEGIN, the counter read, the counter write and COMMIT.
 type writer struct {
 	conn *sql.Conn
 
@@ -17,6 +18,7 @@ type writer struct {
 	counter, setCounter     *sql.Stmt
 	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at
 	grant                   *sql.Stmt // upsert a new grant
+	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
 	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
 	sweep                   *sql.Stmt // delete rows expired before a time
@@ -39,6 +41,11 @@ func (w *writer) prepare(ctx context.Context) error {
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
 				granted_at = ?6, expires_at = ?7`},
+		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
+				granted_at = ?6, expires_at = ?7
+			WHERE leases.expires_at + ?8 <= ?6`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
 		{&w.sweep, "DELETE FROM leases WHERE expires_at <= ?"},
@@ -59,7 +66,7 @@ func (w *writer) prepare(ctx context.Context) error {
 func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter,
-		w.lease, w.grant, w.extend, w.dropHeld, w.sweep, w.put, w.kvToken} {
+		w.lease, w.grant, w.grantFree, w.extend, w.dropHeld, w.sweep, w.put, w.kvToken} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
