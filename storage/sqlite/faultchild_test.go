@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,8 +23,9 @@ import (
 // after "integrity <PRAGMA integrity_check's answer>" and "ready". Besides
 // the variables of runChild, they read:
 //
-//	PICKET_TEST_SYNC         PRAGMA synchronous to set on the writer after
-//	                         Open (the power-loss control's naive mode)
+//	PICKET_TEST_PRAGMAS      PRAGMAs to run on the writer after Open,
+//	                         separated by ";" (synchronous = NORMAL is the
+//	                         power-loss control's naive mode)
 //	PICKET_TEST_CRASH_POINT  the hook point to die at ("crash" mode)
 //	PICKET_TEST_CRASH_BATCH  at its Nth call
 var faultChildren = map[string]func() int{
@@ -68,9 +70,12 @@ func grantChild() int {
 		return 1
 	}
 	defer s.Close()
-	if mode := os.Getenv("PICKET_TEST_SYNC"); mode != "" {
-		if err := sqlite.ExecWriter(s, "PRAGMA synchronous = "+mode); err != nil {
-			fmt.Printf("error synchronous: %v\n", err)
+	for _, p := range strings.Split(os.Getenv("PICKET_TEST_PRAGMAS"), ";") {
+		if p == "" {
+			continue
+		}
+		if err := sqlite.ExecWriter(s, "PRAGMA "+p); err != nil {
+			fmt.Printf("error PRAGMA %s: %v\n", p, err)
 			return 1
 		}
 	}

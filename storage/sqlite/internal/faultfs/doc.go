@@ -25,6 +25,11 @@
 //     to it durable; ext4 and XFS are kinder, making a new file's name
 //     durable with the file's own fsync, so this rule is the harsher one).
 //
+// TornPowerLoss is harsher: each unsynced write (sector by sector), each
+// unsynced change of a file's length and each unsynced change of a name
+// survives or not, at random, independently, as when a disk's cache writes
+// some blocks back out of order before the power goes.
+//
 // SQLite asks for exactly what this model needs: with synchronous=FULL it
 // fsyncs the WAL at every commit, and the directory after it creates the WAL
 // (or a rollback journal) before that file's first sync.

@@ -3,6 +3,7 @@ package faultfs
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"syscall"
@@ -105,7 +106,21 @@ func (f *FS) Stats() Stats {
 // PowerLoss throws away everything not synced: every file goes back to its
 // durable bytes and the directory to its durable entries (see the package
 // doc). Kill the processes using the mount first.
-func (f *FS) PowerLoss() {
+func (f *FS) PowerLoss() { f.powerLoss(nil) }
+
+// TornPowerLoss is a power loss that finds part of what was not synced on
+// the disk: each 512-byte sector of each unsynced write, each unsynced
+// change of a file's length and each unsynced change to the directory
+// survives or not, independently, with probability 1/2 (seeded by seed), so
+// later writes may survive where earlier ones did not. What was synced
+// survives, as with PowerLoss.
+func (f *FS) TornPowerLoss(seed uint64) { f.powerLoss(rand.New(rand.NewPCG(seed, seed))) }
+
+// Sector is the unit in which TornPowerLoss keeps or drops unsynced writes.
+const Sector = 512
+
+func (f *FS) powerLoss(rng *rand.Rand) {
+	keep := func() bool { return rng != nil && rng.IntN(2) == 0 }
 	d := f.root
 	f.mu.Lock()
 	files := map[*file]bool{}
@@ -115,26 +130,43 @@ func (f *FS) PowerLoss() {
 	for _, fl := range d.durable {
 		files[fl] = true
 	}
+	// The directory: every name whose entry differs between live and
+	// durable is a change, kept or not.
+	after := maps.Clone(d.durable)
 	for name, fl := range d.live {
-		if d.durable[name] != fl {
-			f.stats.LostFiles++
+		if d.durable[name] != fl && keep() {
+			after[name] = fl
 		}
 	}
 	for name := range d.durable {
+		if _, ok := d.live[name]; !ok && keep() {
+			delete(after, name)
+		}
+	}
+	for name, fl := range d.live {
+		if after[name] != fl {
+			f.stats.LostFiles++
+		}
+	}
+	for name := range after {
 		if _, ok := d.live[name]; !ok {
 			f.stats.LostFiles++
 		}
 	}
 	var inodes []*fs.Inode
 	for fl := range files {
-		f.stats.LostBytes += diffBytes(fl.live, fl.durable)
-		fl.live = slices.Clone(fl.durable)
+		now := slices.Clone(fl.durable)
+		for _, c := range fl.pending {
+			now = c.applyTorn(now, keep)
+		}
+		f.stats.LostBytes += diffBytes(fl.live, now)
+		fl.live, fl.durable, fl.pending = now, slices.Clone(now), nil
 		if fl.inode != nil {
 			inodes = append(inodes, fl.inode)
 		}
 	}
 	names := slices.Collect(maps.Keys(d.live))
-	d.live = maps.Clone(d.durable)
+	d.live, d.durable = after, maps.Clone(after)
 	f.stats.PowerLosses++
 	f.mu.Unlock()
 
@@ -146,6 +178,27 @@ func (f *FS) PowerLoss() {
 	for _, name := range names {
 		d.NotifyEntry(name)
 	}
+}
+
+// applyTorn applies to b the sectors of c that keep says survive.
+func (c change) applyTorn(b []byte, keep func() bool) []byte {
+	if c.data == nil {
+		if keep() {
+			b = resize(b, c.size)
+		}
+		return b
+	}
+	for lo := c.off; lo < c.off+len(c.data); {
+		hi := min((lo/Sector+1)*Sector, c.off+len(c.data))
+		if keep() {
+			if hi > len(b) {
+				b = resize(b, hi)
+			}
+			copy(b[lo:hi], c.data[lo-c.off:hi-c.off])
+		}
+		lo = hi
+	}
+	return b
 }
 
 // diffBytes returns how many bytes of live differ from durable, counting a

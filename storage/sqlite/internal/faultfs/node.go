@@ -18,6 +18,7 @@ type file struct {
 	mode    uint32 // permission bits
 	live    []byte
 	durable []byte
+	pending []change // what changed live since durable, in order
 	mtime   time.Time
 	inode   *fs.Inode // the kernel's latest handle on it, for cache drops
 }
@@ -148,7 +149,7 @@ func (d *dirNode) Create(ctx context.Context, name string, flags, mode uint32, o
 		return nil, nil, 0, syscall.EEXIST
 	case ok:
 		if flags&syscall.O_TRUNC != 0 {
-			fl.live = fl.live[:0]
+			fl.truncate(0)
 		}
 	default:
 		fl = &file{ino: d.fs.ino(), mode: mode & 0o7777, mtime: time.Now()}
@@ -220,7 +221,7 @@ type fileNode struct {
 func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_TRUNC != 0 {
 		n.fs.mu.Lock()
-		n.f.live = n.f.live[:0]
+		n.f.truncate(0)
 		n.fs.mu.Unlock()
 	}
 	return nil, 0, 0 // no FOPEN_KEEP_CACHE: every open drops cached pages
@@ -237,7 +238,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 	n.fs.mu.Lock()
 	defer n.fs.mu.Unlock()
 	if size, ok := in.GetSize(); ok {
-		n.f.live = resize(n.f.live, int(size))
+		n.f.truncate(int(size))
 		n.f.mtime = time.Now()
 	}
 	if mode, ok := in.GetMode(); ok {
@@ -268,6 +269,7 @@ func (n *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off
 		n.f.live = resize(n.f.live, end)
 	}
 	copy(n.f.live[off:], data)
+	n.f.pending = append(n.f.pending, change{off: int(off), data: slices.Clone(data)})
 	n.f.mtime = time.Now()
 	n.fs.stats.Writes++
 	return uint32(len(data)), 0
@@ -284,7 +286,7 @@ func (n *fileNode) Allocate(ctx context.Context, fh fs.FileHandle, off, size uin
 		n.fs.stats.NoSpaceWrites++
 		return syscall.ENOSPC
 	}
-	n.f.live = resize(n.f.live, end)
+	n.f.truncate(end)
 	return 0
 }
 
@@ -298,6 +300,7 @@ func (n *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) sy
 		return e
 	}
 	n.f.durable = slices.Clone(n.f.live)
+	n.f.pending = nil
 	n.fs.stats.Syncs++
 	return 0
 }
@@ -306,6 +309,19 @@ func (n *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) sy
 func (n *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno { return 0 }
 
 func (n *fileNode) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno { return 0 }
+
+// change is one change to a file's bytes: data written at off, or (data
+// nil) the length set to size.
+type change struct {
+	off  int
+	data []byte
+	size int
+}
+
+func (fl *file) truncate(size int) {
+	fl.live = resize(fl.live, size)
+	fl.pending = append(fl.pending, change{size: size})
+}
 
 // resize returns b with length size, zero-filled when it grows.
 func resize(b []byte, size int) []byte {

@@ -50,7 +50,7 @@ func ServeIfChild() {
 
 // Serve mounts a file system at dir, writes "mounted" (or "error ...") to
 // out, and obeys one command per line from in, answering each with one
-// line: "powerloss", "failsync ERRNO" (0 restores fsync), "nospace 0|1",
+// line: "powerloss", "tornpowerloss SEED", "failsync ERRNO" (0 restores fsync), "nospace 0|1",
 // "stats" (answered in JSON). When in ends it unmounts (lazily, if files
 // are still open) and returns.
 func Serve(dir string, in io.Reader, out io.Writer) error {
@@ -77,6 +77,12 @@ func (f *FS) command(line string) string {
 	switch cmd {
 	case "powerloss":
 		f.PowerLoss()
+	case "tornpowerloss":
+		seed, err := strconv.ParseUint(arg, 10, 64)
+		if err != nil {
+			return "error " + err.Error()
+		}
+		f.TornPowerLoss(seed)
 	case "failsync":
 		n, err := strconv.Atoi(arg)
 		if err != nil {
@@ -174,6 +180,9 @@ func (r *Remote) must(command string) string {
 
 // PowerLoss is FS.PowerLoss in the server.
 func (r *Remote) PowerLoss() { r.must("powerloss") }
+
+// TornPowerLoss is FS.TornPowerLoss in the server.
+func (r *Remote) TornPowerLoss(seed uint64) { r.must("tornpowerloss " + strconv.FormatUint(seed, 10)) }
 
 // FailSync is FS.FailSync in the server.
 func (r *Remote) FailSync(errno syscall.Errno) { r.must("failsync " + strconv.Itoa(int(errno))) }
