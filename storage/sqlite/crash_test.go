@@ -15,9 +15,9 @@ import (
 // TestCrashPoints: a child process granting from several goroutines kills
 // itself with SIGKILL at a named point of its writer goroutine's Nth batch:
 // "before-commit" (the batch's statements ran, COMMIT not sent) or
-// "after-commit" (COMMIT returned, no caller answered). 200 restarts, the
-// points taking turns (40 with -short, 2,000 with PICKET_SOAK=1), each
-// bounded in time. After every crash:
+// "after-commit" (COMMIT returned, no caller answered). 200 restarts over
+// two files, the points taking turns (40 with -short, 2,000 with
+// PICKET_SOAK=1), bounded in time. After every crash:
 //   - every grant the child acknowledged is in the file, with its holder;
 //   - the counter equals the highest token in the file (nothing
 //     half-written: a batch is all there or not at all);
