@@ -1,0 +1,69 @@
+package sqlite_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/storage/sqlite"
+	"github.com/picketlock/picket/storage/sqlite/internal/faultfs"
+)
+
+// TestFailedSyncHealthz: the same failed fsync seen through the HTTP API:
+// the acquire during it answers 503 "unavailable" without a token, and from
+// then on /healthz answers 503 and acquires are refused.
+func TestFailedSyncHealthz(t *testing.T) {
+	ffs := faultfs.StartT(t)
+	s := mustOpenPath(t, filepath.Join(ffs.Dir(), "picket.db"))
+	srv := httptest.NewServer(httpapi.NewServer(s))
+	defer srv.Close()
+	call := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctxT(t), method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s %s: %d %q: %v", method, path, resp.StatusCode, b, err)
+		}
+		return resp.StatusCode, m
+	}
+	if code, m := call("POST", "/v1/acquire", `{"name": "a", "ttl_ms": 60000}`); code != 200 || m["token"] != 1.0 {
+		t.Fatalf("acquire before: %d %v", code, m)
+	}
+	if code, m := call("GET", "/healthz", ""); code != 200 {
+		t.Fatalf("healthz before: %d %v", code, m)
+	}
+	ffs.FailSync(syscall.EIO)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/acquire", `{"name": "b", "ttl_ms": 60000}`}, // its commit fails
+		{"GET", "/healthz", ""},
+		{"POST", "/v1/acquire", `{"name": "c", "ttl_ms": 60000}`}, // refused
+	} {
+		code, m := call(c.method, c.path, c.body)
+		if code != http.StatusServiceUnavailable || m["error"] != "unavailable" || m["token"] != nil {
+			t.Errorf("%s %s with fsync failing: %d %v; want 503 unavailable, no token", c.method, c.path, code, m)
+		}
+	}
+	var failed *sqlite.FailedError
+	if err := s.Health(ctxT(t)); err == nil || !errors.As(err, &failed) {
+		t.Errorf("Health: %v; want a *FailedError", err)
+	}
+}
