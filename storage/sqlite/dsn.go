@@ -82,5 +82,25 @@ func createPrivate(path string) error {
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// Make the new name durable now rather than rely on SQLite syncing the
+	// directory with its first WAL sync: a grant is never acknowledged in a
+	// file whose name a power loss could take away.
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs the directory dir, so that the names in it survive a power
+// loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
