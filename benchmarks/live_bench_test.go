@@ -19,11 +19,17 @@ import (
 const liveClients = 64
 
 // BenchmarkLiveLeases measures grants on a file that already holds 1,000 or
-// 1,000,000 live leases (names live/00000000 ... in order), with 64
-// clients whose names fall at random places among them, so that every grant
-// walks the whole depth of the lease table's b-tree. The million case needs
-// PICKET_BENCH_BIG=1 or a -benchtime of 10s or more; building its file
-// takes a few seconds (logged, and reported as setup_s).
+// 1,000,000 live leases (names live/00000001 ... in order), with 64
+// clients, in two placements of the benchmark's own names:
+//
+//   - spread: each name sits next to a random one of the live leases, so
+//     every grant touches its own leaf of the lease table's b-tree (and a
+//     batch writes about one page per grant);
+//   - clustered: the names sort after every live lease, so a batch touches
+//     the same few pages however big the table is.
+//
+// The million case needs PICKET_BENCH_BIG=1 or a -benchtime of 10s or more;
+// building its file takes a few seconds (logged, and reported as setup_s).
 func BenchmarkLiveLeases(b *testing.B) {
 	for _, live := range []int{1_000, 1_000_000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
@@ -39,11 +45,19 @@ func BenchmarkLiveLeases(b *testing.B) {
 				name, unit string
 				fresh      bool
 			}{{benchmarks.Distinct, "cycles", false}, {benchmarks.Fresh, "grants", true}} {
-				b.Run("names="+w.name+"/"+clientsName(liveClients), func(b *testing.B) {
-					liveLoop(ctxB(b), b, s, live, w.unit, w.fresh)
-					c.report(b)
-					b.ReportMetric(took.Seconds(), "setup_s")
-				})
+				for _, spread := range []bool{true, false} {
+					place := "clustered"
+					if spread {
+						place = "spread"
+					}
+					b.Run("names="+w.name+"/place="+place+"/"+clientsName(liveClients), func(b *testing.B) {
+						c.ops.Store(0)
+						c.batches.Store(0)
+						liveLoop(ctxB(b), b, s, live, w.unit, w.fresh, spread)
+						c.report(b)
+						b.ReportMetric(took.Seconds(), "setup_s")
+					})
+				}
 			}
 		})
 	}
@@ -98,15 +112,21 @@ func buildLive(b *testing.B, path string, n int) time.Duration {
 }
 
 // liveLoop: distinct cycles or fresh grants, each name next to a random one
-// of the live leases.
-func liveLoop(ctx context.Context, b *testing.B, s lease.Store, live int, unit string, fresh bool) {
+// of the live leases (spread) or after all of them.
+func liveLoop(ctx context.Context, b *testing.B, s lease.Store, live int, unit string, fresh, spread bool) {
 	parallel(b, liveClients, unit, func(i int, h *benchmarks.Histogram, next func() bool) {
 		r := rand.New(rand.NewPCG(uint64(i), uint64(live)))
 		holder := lease.NewHolder()
-		req := request(fmt.Sprintf("live/%08d/%s", r.IntN(live)+1, holder[:12]), holder)
+		place := func() string {
+			if spread {
+				return fmt.Sprintf("live/%08d/%s", r.IntN(live)+1, holder[:12])
+			}
+			return "zz-bench/" + holder[:12]
+		}
+		req := request(place(), holder)
 		for n := 0; next(); n++ {
 			if fresh { // new names in every round of the benchmark, too
-				req.Name = fmt.Sprintf("live/%08d/%s-", r.IntN(live)+1, holder[:12]) + strconv.Itoa(n)
+				req.Name = place() + "-" + strconv.Itoa(n)
 			}
 			t0 := time.Now()
 			g, err := s.Acquire(ctx, req)
