@@ -25,11 +25,16 @@ type batch struct {
 // execBatch runs ops in one immediate transaction and commits it. An op's
 // own failure (held, lost, stale) is its result; an SQL error fails the
 // whole batch, which is rolled back.
-func (s *Store) execBatch(ops []*op) (results []result, err error) {
+//
+// After each release it hands the name over to the oldest acquire parked
+// for it in this process (see hub), in the same transaction: those ops are
+// appended to *handed, even when the batch then fails, and their results
+// come back in handedRes.
+func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
 	ctx := context.Background()
 	w := s.w
 	if _, err := w.begin.ExecContext(ctx); err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -39,34 +44,45 @@ func (s *Store) execBatch(ops []*op) (results []result, err error) {
 	epoch := *s.epoch.Load()
 	if s.clock.Epoch() != epoch {
 		if epoch, err = s.syncEpoch(ctx, w.conn); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	b := batch{s: s, ctx: ctx, now: s.clock.Now(), wall: s.clock.Wall()}
 	var c int64
 	if err := w.counter.QueryRowContext(ctx).Scan(&c); err != nil {
-		return nil, fmt.Errorf("read token counter: %w", err)
+		return nil, nil, fmt.Errorf("read token counter: %w", err)
 	}
 	b.counter = token.Token(c)
 	start := b.counter
 	results = make([]result, len(ops))
 	for i, o := range ops {
 		if results[i], err = b.apply(o); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if o.kind != opRelease || results[i].err != nil {
+			continue
+		}
+		if p := s.waiters.next(o.name); p != nil {
+			*handed = append(*handed, p)
+			var r result
+			if r, err = b.apply(p); err != nil {
+				return nil, nil, err
+			}
+			handedRes = append(handedRes, r)
 		}
 	}
 	if b.counter != start {
 		if _, err := w.setCounter.ExecContext(ctx, int64(b.counter)); err != nil {
-			return nil, fmt.Errorf("write token counter: %w", err)
+			return nil, nil, fmt.Errorf("write token counter: %w", err)
 		}
 	}
 	hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	hook("after-commit")
 	s.epoch.Store(&epoch)
-	return results, nil
+	return results, handedRes, nil
 }
 
 func (b *batch) apply(o *op) (result, error) {

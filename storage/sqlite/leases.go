@@ -22,9 +22,10 @@ const (
 // batch with other writes (see the package doc). A free name, an expired
 // one whose lock-delay has passed, or a released one gets a new token; the
 // holder of a live lease gets the same grant back, extended to req.TTL from
-// now. If another holder has the name, Acquire waits up to req.Wait for it:
-// woken at once by a release in this process, otherwise by a jittered
-// backoff (10 ms growing to 250 ms).
+// now. If another holder has the name, Acquire waits up to req.Wait for it,
+// in a queue: a release in this process hands the name to the oldest
+// waiter in the release's own transaction. Expiry and releases by other
+// processes are found by a jittered backoff (10 ms growing to 250 ms).
 //
 // Errors: lease.ErrInvalid (nothing is written), a *lease.HeldError
 // (lease.ErrHeld) when the name is still held after req.Wait, ErrExhausted,
@@ -35,35 +36,80 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("sqlite: acquire: %w", err)
 	}
+	if req.Wait == 0 {
+		res := s.submit(ctx, acquireOp(req))
+		return res.grant, res.err
+	}
 	deadline := time.Now().Add(req.Wait)
 	sleep := waitFirstSleep
+	// Queue for the name before the first try, so that a release between a
+	// try and the wait hands the name over instead of going unseen, and stay
+	// queued (keeping the place) through every try of this call.
+	p := acquireOp(req)
+	s.waiters.park(p)
 	for {
-		woken, unwatch := s.waiters.watch(req.Name)
-		o := newOp(opAcquire)
-		o.name, o.holder, o.owner, o.ttl = req.Name, req.Holder, req.Owner, req.TTL
-		res := s.submit(ctx, o)
-		if !errors.Is(res.err, lease.ErrHeld) || req.Wait == 0 {
-			unwatch()
-			return res.grant, res.err
-		}
+		res := s.submit(ctx, acquireOp(req))
 		left := time.Until(deadline)
-		if left <= 0 {
-			unwatch()
-			return lease.Grant{}, res.err
+		if !errors.Is(res.err, lease.ErrHeld) || left <= 0 {
+			if handed, ok := s.settle(ctx, p); ok && handed.err == nil {
+				return handed.grant, nil // the same grant as res's, if res has one
+			}
+			return res.grant, res.err
 		}
 		d := min(sleep/2+rand.N(sleep), left, res.untilFree+time.Millisecond)
 		t := time.NewTimer(d)
 		select {
-		case <-woken:
+		case <-p.done:
+			t.Stop()
+			if p.res.err != errHandOverUndone {
+				return p.res.grant, p.res.err
+			}
+			p = acquireOp(req) // queue again, and try again at once
+			s.waiters.park(p)
+			continue
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			unwatch()
+			if handed, ok := s.settle(ctx, p); ok && handed.err == nil {
+				return handed.grant, nil
+			}
 			return lease.Grant{}, ctx.Err()
+		case <-s.closing:
+			t.Stop()
 		}
-		t.Stop()
-		unwatch()
 		sleep = min(2*sleep, waitMaxSleep)
+	}
+}
+
+func acquireOp(req lease.AcquireRequest) *op {
+	o := newOp(opAcquire)
+	o.name, o.holder, o.owner, o.ttl = req.Name, req.Holder, req.Owner, req.TTL
+	return o
+}
+
+// errHandOverUndone answers a parked acquire that a release handed the name
+// to in a batch that was then rolled back: its waiter goes on waiting.
+var errHandOverUndone = errors.New("sqlite: hand-over rolled back")
+
+// settle ends the wait of p, a parked acquire. If no release took it, p is
+// abandoned and settle reports false. If a release handed it the name,
+// settle waits for the batch's answer and reports true with it, unless the
+// batch was rolled back (false). If ctx ends first, it reports true with
+// ctx's error: the grant may then have been committed, as for any op taken
+// into a batch, and the holder's next Acquire gets it back.
+func (s *Store) settle(ctx context.Context, p *op) (result, bool) {
+	if p.state.CompareAndSwap(opPending, opAbandoned) {
+		s.waiters.unpark(p)
+		return result{}, false
+	}
+	select {
+	case <-p.done:
+		if p.res.err == errHandOverUndone {
+			return result{}, false
+		}
+		return p.res, true
+	case <-ctx.Done():
+		return result{err: ctx.Err()}, true
 	}
 }
 

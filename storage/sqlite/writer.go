@@ -199,12 +199,21 @@ func (s *Store) runBatch(batch []*op) {
 		return
 	}
 	start := time.Now()
-	var results []result
+	var results, handedRes []result
+	var handed, undone []*op
 	err := s.retryBusy(context.Background(), func() error {
 		var err error
-		results, err = s.execBatch(batch)
+		handed = handed[:0]
+		results, handedRes, err = s.execBatch(batch, &handed)
+		if err != nil {
+			undone = append(undone, handed...)
+		}
 		return err
 	})
+	for _, p := range undone { // their waiters wait on
+		p.res = result{err: errHandOverUndone}
+		close(p.done)
+	}
 	if err != nil {
 		s.logger.Log("msg", "batch failed", "err", err, "ops", len(batch))
 		if isFatal(err) {
@@ -218,12 +227,13 @@ func (s *Store) runBatch(batch []*op) {
 	for i, o := range batch {
 		o.res = results[i]
 		close(o.done)
-		if o.kind == opRelease && results[i].err == nil {
-			s.waiters.notify(o.name)
-		}
+	}
+	for i, p := range handed {
+		p.res = handedRes[i]
+		close(p.done)
 	}
 	if s.batchHook != nil {
-		s.batchHook(len(batch), took)
+		s.batchHook(len(batch)+len(handed), took)
 	}
 }
 
