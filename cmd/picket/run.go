@@ -121,18 +121,7 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 		case <-ctx.Done():
 		}
 	}()
-	var l *lease.Lease
-	var err error
-	if wait == 0 {
-		l, err = m.TryAcquire(ctx, name, ttl)
-	} else {
-		wctx, wcancel := context.WithTimeout(ctx, wait)
-		l, err = m.Acquire(wctx, name, ttl)
-		wcancel()
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%w: not granted within %v", lease.ErrHeld, wait)
-		}
-	}
+	l, err := takeLease(ctx, m, name, ttl, wait)
 	select {
 	case <-interrupted:
 		if l != nil {
@@ -145,6 +134,22 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	return l, nil
+}
+
+// takeLease acquires name through m: one try when wait is zero, otherwise
+// waiting up to wait. A wait that runs out is an error matching
+// lease.ErrHeld, so the exit status says "not acquired".
+func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration) (*lease.Lease, error) {
+	if wait == 0 {
+		return m.TryAcquire(ctx, name, ttl)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	l, err := m.Acquire(wctx, name, ttl)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %q not granted within %v", lease.ErrHeld, name, wait)
+	}
+	return l, err
 }
 
 // leaseLost returns why the lease ended, or nil if it is live or was
@@ -193,5 +198,3 @@ func describeExit(err error) string {
 	}
 	return err.Error()
 }
-
-func isHeld(err error) bool { return errors.Is(err, lease.ErrHeld) }

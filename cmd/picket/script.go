@@ -33,32 +33,17 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 	case *wait < 0:
 		return usagef("acquire: -wait must not be negative")
 	}
-	h := *holder
-	if h == "" {
-		h = lease.NewHolder()
+	opts := []lease.ManagerOption{lease.WithOwner(*owner)}
+	if *holder != "" {
+		opts = append(opts, lease.WithHolder(*holder))
 	}
-	req := lease.AcquireRequest{Name: *name, Holder: h, Owner: *owner, TTL: *ttl}
 	return sf.with(fs, func(s store) error {
-		g, err := acquireWaiting(ctx, s, req, *wait)
+		l, err := takeLease(ctx, lease.NewManager(s, opts...), *name, *ttl, *wait)
 		if err != nil {
-			return fmt.Errorf("acquire %q: %w", *name, err)
+			return err
 		}
-		return httpapi.EncodeGrant(e.stdout, g)
+		return httpapi.EncodeGrant(e.stdout, l.Grant())
 	})
-}
-
-// acquireWaiting acquires, waiting up to wait in slices of at most
-// lease.MaxWait (what one request may wait). Every slice uses the same
-// holder, so a slice whose answer was lost is safe to repeat.
-func acquireWaiting(ctx context.Context, s lease.Store, req lease.AcquireRequest, wait time.Duration) (lease.Grant, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		req.Wait = max(0, min(time.Until(deadline), lease.MaxWait))
-		g, err := s.Acquire(ctx, req)
-		if err == nil || !isHeld(err) || time.Until(deadline) <= 0 {
-			return g, err
-		}
-	}
 }
 
 func runRenew(ctx context.Context, e *env, args []string) error {
