@@ -83,6 +83,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
+	leaseDone := l.Context().Done()
 	for {
 		select {
 		case err := <-done:
@@ -95,10 +96,13 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			return commandStatus(err)
 		case sig := <-sigs:
 			_ = syscall.Kill(-cmd.Process.Pid, sig.(syscall.Signal))
-		case <-l.Context().Done():
+		case <-leaseDone:
 			lostErr := leaseLost(l)
 			if lostErr == nil {
-				continue // released: only this function releases, after the command
+				// Released (only this function releases, after the
+				// command): stop watching a channel that stays closed.
+				leaseDone = nil
+				continue
 			}
 			fmt.Fprintf(e.stderr, "picket: run: %v; stopping the command\n", lostErr)
 			stopCommand(cmd, done, *grace)
