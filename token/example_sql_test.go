@@ -107,5 +107,5 @@ func ExampleCheckUpdate() {
 	fmt.Println(finish(33, "A's result"))
 	// Output:
 	// <nil>
-	// token: stale: "job/42" rejected token 33, a higher token was seen
+	// token: no row matched: fenced update of "job/42" with token 33: the row holds a higher token or does not exist (token.Rows tells which)
 }

@@ -55,55 +55,91 @@ func admit(ctx context.Context, db *sql.DB, g *token.Guard, resource string, t t
 
 // TestGuardSQLite runs the statements of both dialects against a real SQLite
 // file: SQLite reads "$1" as a parameter too, so the PostgreSQL text is
-// executed here as well as compared in TestGuardSQL.
+// executed here as well as on PostgreSQL in TestGuardPostgreSQL. (The table is
+// made by the SQLite guard: CreateTable's layout check is dialect-specific.)
 func TestGuardSQLite(t *testing.T) {
 	for _, d := range []token.Dialect{token.SQLite, token.PostgreSQL} {
 		for _, table := range []string{token.DefaultTable, "order", "main.fences_2"} {
 			t.Run(d.String()+"/"+table, func(t *testing.T) {
 				ctx := context.Background()
 				db := openSQLite(t)
-				g := mustGuard(t, db, d, table)
+				maker := mustGuard(t, db, token.SQLite, table)
 				// Creating again is harmless.
-				if err := g.CreateTable(ctx, db); err != nil {
+				if err := maker.CreateTable(ctx, db); err != nil {
 					t.Fatalf("second CreateTable: %v", err)
 				}
-				steps := []struct {
-					resource string
-					token    token.Token
-					stale    token.Token // want a *StaleError with this Highest
-				}{
-					{"job:1", 5, 0},
-					{"job:1", 5, 0}, // the holder writes again
-					{"job:1", 4, 5},
-					{"job:2", 1, 0},
-					{"job:1", 7, 0},
-					{"job:1", 5, 7},
-					{"job:1", token.Max, 0},
+				g, err := token.NewGuard(d, table)
+				if err != nil {
+					t.Fatal(err)
 				}
-				want := map[string]token.Token{}
-				for i, s := range steps {
-					err := admit(ctx, db, g, s.resource, s.token)
-					if s.stale == 0 {
-						if err != nil {
-							t.Fatalf("step %d: Admit(%q, %d) = %v", i, s.resource, s.token, err)
-						}
-						want[s.resource] = s.token
-					} else {
-						var got *token.StaleError
-						if !errors.As(err, &got) || !errors.Is(err, token.ErrStale) {
-							t.Fatalf("step %d: Admit(%q, %d) = %v, want a *StaleError", i, s.resource, s.token, err)
-						}
-						wantErr := &token.StaleError{Resource: s.resource, Token: s.token, Highest: s.stale}
-						if diff := cmp.Diff(wantErr, got); diff != "" {
-							t.Errorf("step %d: StaleError (-want +got):\n%s", i, diff)
-						}
-					}
-					h, err := g.Highest(ctx, db, s.resource)
-					if err != nil || h != want[s.resource] {
-						t.Fatalf("step %d: Highest(%q) = %d, %v; want %d", i, s.resource, h, err, want[s.resource])
-					}
-				}
+				runGuardSteps(t, db, g)
 			})
+		}
+	}
+}
+
+// TestGuardPostgreSQL runs the PostgreSQL dialect on a real PostgreSQL.
+func TestGuardPostgreSQL(t *testing.T) {
+	for _, table := range []string{token.DefaultTable, "order", "audit.fences_2"} {
+		t.Run(table, func(t *testing.T) {
+			ctx := context.Background()
+			db := openPostgres(t)
+			if _, err := db.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS audit`); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.ExecContext(ctx, `DROP SCHEMA IF EXISTS audit CASCADE`) })
+			g := mustGuard(t, db, token.PostgreSQL, table)
+			if err := g.CreateTable(ctx, db); err != nil {
+				t.Fatalf("second CreateTable: %v", err)
+			}
+			runGuardSteps(t, db, g)
+		})
+	}
+}
+
+// runGuardSteps admits a sequence of tokens, each in its own transaction, and
+// checks each answer and the highest token after it.
+func runGuardSteps(t *testing.T, db *sql.DB, g *token.Guard) {
+	t.Helper()
+	ctx := context.Background()
+	steps := []struct {
+		resource string
+		token    token.Token
+		stale    token.Token // want a *StaleError with this Highest
+	}{
+		{"job:1", 5, 0},
+		{"job:1", 5, 0}, // the holder writes again
+		{"job:1", 4, 5},
+		{"job:2", 1, 0},
+		{"job:1", 7, 0},
+		{"job:1", 5, 7},
+		{"job:1", 1 << 31, 0}, // above a 32-bit integer
+		{"job:1", token.Max, 0},
+		{"job:1", 1 << 31, token.Max},
+		{"R", 3, 0},
+		{"r", 2, 0}, // another resource: names compare byte for byte
+	}
+	want := map[string]token.Token{}
+	for i, s := range steps {
+		err := admit(ctx, db, g, s.resource, s.token)
+		if s.stale == 0 {
+			if err != nil {
+				t.Fatalf("step %d: Admit(%q, %d) = %v", i, s.resource, s.token, err)
+			}
+			want[s.resource] = s.token
+		} else {
+			var got *token.StaleError
+			if !errors.As(err, &got) || !errors.Is(err, token.ErrStale) {
+				t.Fatalf("step %d: Admit(%q, %d) = %v, want a *StaleError", i, s.resource, s.token, err)
+			}
+			wantErr := &token.StaleError{Resource: s.resource, Token: s.token, Highest: s.stale}
+			if diff := cmp.Diff(wantErr, got); diff != "" {
+				t.Errorf("step %d: StaleError (-want +got):\n%s", i, diff)
+			}
+		}
+		h, err := g.Highest(ctx, db, s.resource)
+		if err != nil || h != want[s.resource] {
+			t.Fatalf("step %d: Highest(%q) = %d, %v; want %d", i, s.resource, h, err, want[s.resource])
 		}
 	}
 }
