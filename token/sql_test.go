@@ -6,7 +6,6 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -182,88 +181,6 @@ func TestGuardRollback(t *testing.T) {
 	if h, err := g.Highest(ctx, db, "r"); err != nil || h != 3 {
 		t.Errorf("Highest after rollback = %d, %v; want 3", h, err)
 	}
-}
-
-// TestGuardConcurrentSQLite has several goroutines admit increasing tokens and
-// append to a log table in the same transaction. The log, in insertion order,
-// must never show a token lower than one before it.
-func TestGuardConcurrentSQLite(t *testing.T) {
-	const goroutines, perG = 4, 25
-	ctx := context.Background()
-	db := openSQLite(t)
-	g := mustGuard(t, db, token.SQLite, token.DefaultTable)
-	if _, err := db.ExecContext(ctx, `CREATE TABLE log (seq INTEGER PRIMARY KEY AUTOINCREMENT, token INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		next  token.Token
-		maxOK token.Token
-		wg    sync.WaitGroup
-	)
-	for range goroutines {
-		wg.Go(func() {
-			for range perG {
-				mu.Lock()
-				next++
-				tok := next
-				mu.Unlock()
-				err := write(ctx, db, g, tok)
-				switch {
-				case err == nil:
-					mu.Lock()
-					maxOK = max(maxOK, tok)
-					mu.Unlock()
-				case errors.Is(err, token.ErrStale):
-				default:
-					t.Errorf("write %d: %v", tok, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-
-	rows, err := db.QueryContext(ctx, `SELECT token FROM log ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var prev, n int64
-	for rows.Next() {
-		var tok int64
-		if err := rows.Scan(&tok); err != nil {
-			t.Fatal(err)
-		}
-		if tok < prev {
-			t.Fatalf("token %d logged after %d", tok, prev)
-		}
-		prev, n = tok, n+1
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 {
-		t.Fatal("no write was admitted")
-	}
-	if h, err := g.Highest(ctx, db, "log"); err != nil || h != maxOK {
-		t.Errorf("Highest = %d, %v; want the largest admitted token %d", h, err, maxOK)
-	}
-}
-
-// write admits tok for "log" and appends it to the log, in one transaction.
-func write(ctx context.Context, db *sql.DB, g *token.Guard, tok token.Token) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := g.Admit(ctx, tx, "log", tok); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO log (token) VALUES (?)`, int64(tok)); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 func TestGuardSQL(t *testing.T) {
