@@ -25,7 +25,9 @@ func (f failing) Renew(context.Context, string, string, token.Token, time.Durati
 }
 func (f failing) Release(context.Context, string, string, token.Token) error { return f.err }
 func (f failing) Get(context.Context, string) (lease.Info, error)            { return lease.Info{}, f.err }
-func (f failing) List(context.Context, string) ([]lease.Info, error)         { return nil, f.err }
+func (f failing) List(context.Context, lease.ListRequest) (lease.ListPage, error) {
+	return lease.ListPage{}, f.err
+}
 func (f failing) PutFenced(context.Context, string, []byte, token.Token) error {
 	return f.err
 }
@@ -77,7 +79,7 @@ func TestErrorTable(t *testing.T) {
 					return err
 				},
 				"list": func() error {
-					_, err := c.List(ctx, "")
+					_, err := c.List(ctx, lease.ListRequest{})
 					return err
 				},
 				"put":    func() error { return c.PutFenced(ctx, "a", []byte("v"), 1) },

@@ -33,6 +33,7 @@ type infoJSON struct {
 
 type listJSON struct {
 	Leases []infoJSON `json:"leases"`
+	Next   string     `json:"next,omitempty"`
 }
 
 type releasedJSON struct {

@@ -133,7 +133,7 @@ func openBenchStore(e *env, db, server, authFile string, maxClients int) (s leas
 		// and opening a connection per request would measure TCP, not picket.
 		tr := &http.Transport{MaxIdleConns: maxClients, MaxIdleConnsPerHost: maxClients, IdleConnTimeout: time.Minute}
 		opts = append(opts, httpapi.WithHTTPClient(&http.Client{Transport: tr}))
-		c, err := httpapi.NewClient(server, opts...)
+		c, err := httpapi.NewClient(serverURL(server), opts...)
 		if err != nil {
 			return nil, "", "", nil, usagef("bench: -server: %v", err)
 		}
