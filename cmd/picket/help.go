@@ -22,6 +22,8 @@ Usage:
   picket ls      [-prefix P] [-json] [-db F | -server URL]
   picket get     -name N [-db F | -server URL]
   picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
+                 (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket version                  (also: picket -version)
   picket help
 

@@ -81,6 +81,7 @@ func commands() []command {
 		{"release", "release a lease", runRelease},
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
+		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
 		{"version", "print the version, VCS revision and Go version", runVersion},
 		{"help", "print this help", nil},
