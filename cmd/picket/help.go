@@ -21,7 +21,7 @@ Usage:
   picket release -name N -holder H -token T [-db F | -server URL]
   picket ls      [-prefix P] [-json] [-db F | -server URL]
   picket get     -name N [-db F | -server URL]
-  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names distinct|hot|both] [-json] [-chart FILE.svg]
+  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
   picket version                  (also: picket -version)
   picket help
 
