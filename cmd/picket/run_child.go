@@ -52,7 +52,7 @@ type commandEnd struct{ ws syscall.WaitStatus }
 
 func (c commandEnd) String() string {
 	if c.ws.Signaled() {
-		return fmt.Sprintf("was killed by %v", c.ws.Signal())
+		return fmt.Sprintf("was killed by signal %d (%v)", int(c.ws.Signal()), c.ws.Signal())
 	}
 	return fmt.Sprintf("exited with status %d", c.ws.ExitStatus())
 }
