@@ -195,4 +195,3 @@ func TestRunTerminal(t *testing.T) {
 		}
 	})
 }
-
