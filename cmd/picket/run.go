@@ -69,8 +69,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	s, err := sf.open(fs)
 	if err != nil {
 		var ue *usageError
-		if errors.As(err, &ue) {
-			return err
+		if errors.As(err, &ue) || sf.server != "" {
+			return err // flags, or the auth token file: nothing was asked of the store
 		}
 		return &exitStatus{exitUnavailable, fmt.Errorf("run: %w", err)}
 	}
@@ -134,7 +134,20 @@ func superviseCommand(e *env, l *lease.Lease, c *child, grace time.Duration, sig
 				c.signal(syscall.SIGCONT) // a stopped command must see them
 			}
 		case sig := <-c.stopped:
-			c.followStop(sig)
+			if !c.followStop(sig) {
+				continue
+			}
+			// picket run was stopped with the command and is continued
+			// now; the lease may have ended meanwhile.
+			if lostErr := leaseLost(l); lostErr != nil {
+				if stopped == nil {
+					stopped = lostErr
+					fmt.Fprintf(e.stderr, "picket: run: %v; killing the command\n", stopped)
+				}
+				c.signal(syscall.SIGKILL)
+				continue
+			}
+			c.resume()
 		case <-leaseDone:
 			leaseDone = nil // closed for good: only the timer looks at the lease from now on
 			resetTimer(timer, 0)

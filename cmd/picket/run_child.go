@@ -44,6 +44,7 @@ type child struct {
 	tty     *os.File // the controlling terminal, or nil
 	stopped chan syscall.Signal
 	exited  chan commandEnd
+	cont    chan os.Signal // SIGCONT to picket run
 	closeIO func()
 }
 
@@ -88,8 +89,10 @@ func startCommand(e *env, path string, argv, env []string) (*child, error) {
 	c := &child{
 		stopped: make(chan syscall.Signal, 1),
 		exited:  make(chan commandEnd, 1),
+		cont:    make(chan os.Signal, 1),
 		closeIO: closeIO,
 	}
+	signal.Notify(c.cont, syscall.SIGCONT)
 	// The controlling terminal, if any, and whether picket run is in its
 	// foreground: then the command gets it.
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR|syscall.O_NOCTTY, 0); err == nil {
@@ -159,21 +162,44 @@ func (c *child) signal(sig syscall.Signal) {
 
 // followStop is called when the command stopped with sig. A stop for job
 // control (^Z, reading or writing the terminal from the background), or any
-// stop while the command has the terminal, stops picket run too, as the
-// shell expects of a job; a SIGSTOP from someone else to a command without
-// the terminal (under cron, say) pauses the command only.
-func (c *child) followStop(sig syscall.Signal) {
+// stop while the command has the terminal, stops picket run's process group
+// too, as the shell expects of a job: it sees the job stopped, and continues
+// it with fg or bg. followStop returns once picket run has been continued,
+// and reports whether it stopped at all: a SIGSTOP from someone else to a
+// command without the terminal (under cron, say) pauses the command only.
+// The caller then decides whether the command may go on (resume).
+func (c *child) followStop(sig syscall.Signal) bool {
 	hasTTY := c.tty != nil && c.foregroundIs(c.pid)
 	if !hasTTY && sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
-		return
+		return false
 	}
 	if hasTTY {
 		c.setForeground(syscall.Getpgrp())
 	}
-	// SIGSTOP rather than sig: the kernel discards SIGTSTP, SIGTTIN and
-	// SIGTTOU sent to an orphaned process group, which a session leader's is.
-	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-	// Continued (fg or bg).
+	// The whole process group, as ^Z would have stopped it under flock(1):
+	// a shell script without job control that ran picket run, or the
+	// other commands of a pipeline. SIGSTOP rather than sig: the kernel
+	// discards SIGTSTP, SIGTTIN and SIGTTOU sent to an orphaned process
+	// group, which a session leader's is. Without a terminal there is no
+	// job to stop: picket run stops alone.
+	target := os.Getpid()
+	if c.tty != nil {
+		target = 0
+	}
+	// kill returns before the stop has taken effect; SIGCONT says it has
+	// come and gone.
+	for len(c.cont) > 0 {
+		<-c.cont
+	}
+	_ = syscall.Kill(target, syscall.SIGSTOP)
+	<-c.cont
+	return true
+}
+
+// resume continues the command after followStop, giving it the terminal if
+// picket run was continued in the foreground (fg) rather than in the
+// background (bg).
+func (c *child) resume() {
 	if c.tty != nil && c.foreground() {
 		c.setForeground(c.pid)
 	}
@@ -183,6 +209,7 @@ func (c *child) followStop(sig syscall.Signal) {
 // close gives the terminal back to picket run's process group if the command
 // had it, and closes what startCommand opened.
 func (c *child) close() {
+	signal.Stop(c.cont)
 	if c.tty != nil {
 		if c.pid != 0 && c.foregroundIs(c.pid) {
 			c.setForeground(syscall.Getpgrp())

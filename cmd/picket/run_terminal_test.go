@@ -172,6 +172,24 @@ func TestRunTerminal(t *testing.T) {
 		}
 	})
 
+	t.Run("^Z past the TTL: the command is killed, never continued", func(t *testing.T) {
+		r := startTerminalRun(t, "run", "-db", tempDB(t), "-name", "tty", "-ttl", "1s", "--",
+			"sh", "-c", `echo ready; read line; echo "got:$line"`)
+		r.waitOutput(t, "ready")
+		r.write(t, "\x1a")
+		pid := r.cmd.Process.Pid
+		waitFor(t, 30*time.Second, "picket run to stop with its command", func() bool { return procState(pid) == "T" })
+		time.Sleep(1500 * time.Millisecond) // past the TTL: the lease is lost
+		r.write(t, "late\n")                // what the command would read if it went on
+		syscall.Kill(pid, syscall.SIGCONT)
+		if code := r.exitCode(t); code != exitLost {
+			t.Errorf("exit %d, want %d; the terminal showed:\n%q", code, exitLost, r.out.String())
+		}
+		if strings.Contains(r.out.String(), "got:late") {
+			t.Errorf("the command went on after its lease was lost; the terminal showed:\n%q", r.out.String())
+		}
+	})
+
 	t.Run("lease lost: the command and its children are killed", func(t *testing.T) {
 		dir := t.TempDir()
 		pids := filepath.Join(dir, "pids")
