@@ -28,7 +28,7 @@ func newGatedStore(st lease.Store) *gatedStore {
 	return &gatedStore{Store: st, entered: make(chan struct{}, 100), gate: make(chan struct{})}
 }
 
-func (g *gatedStore) List(ctx context.Context, prefix string) ([]lease.Info, error) {
+func (g *gatedStore) List(ctx context.Context, req lease.ListRequest) (lease.ListPage, error) {
 	g.mu.Lock()
 	gate := g.gate
 	g.mu.Unlock()
@@ -36,9 +36,9 @@ func (g *gatedStore) List(ctx context.Context, prefix string) ([]lease.Info, err
 	select {
 	case <-gate:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return lease.ListPage{}, ctx.Err()
 	}
-	return g.Store.List(ctx, prefix)
+	return g.Store.List(ctx, req)
 }
 
 // open lets every waiting List through, and closes the gate again for
@@ -89,7 +89,7 @@ func newGatedEnv(t *testing.T, opts ...httpapi.Option) (*env, *gatedStore) {
 	clk := leasetest.NewClock()
 	st := mustOpenStore(t, clk)
 	g := newGatedStore(st)
-	srv := httpapi.NewServer(g, append([]httpapi.Option{httpapi.WithKV(st)}, opts...)...)
+	srv := httpapi.NewServer(g, append([]httpapi.Option{httpapi.WithKV(st), httpapi.WithMaxLists(0)}, opts...)...)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(g.openForever) // first: ts.Close waits for the requests at the gate

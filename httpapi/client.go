@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +74,8 @@ func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, err
 	}
-	body := acquireBody{Name: req.Name, TTLMS: req.TTL.Milliseconds(), Owner: req.Owner, Holder: req.Holder}
+	body := acquireBody{Name: req.Name, TTLMS: req.TTL.Milliseconds(), Owner: req.Owner, Holder: req.Holder,
+		LockDelayMS: req.LockDelay.Milliseconds()}
 	if req.Wait > 0 {
 		body.WaitMS = int64((req.Wait + time.Millisecond - 1) / time.Millisecond)
 	}
@@ -134,30 +136,41 @@ func (c *Client) Get(ctx context.Context, name string) (lease.Info, error) {
 	return i.info()
 }
 
-// List returns the live leases whose names start with prefix, sorted by name
-// (GET /v1/leases?prefix=P). Errors: lease.ErrInvalid, lease.ErrUnavailable,
-// ctx's error, or an *Error.
-func (c *Client) List(ctx context.Context, prefix string) ([]lease.Info, error) {
-	if err := lease.ValidatePrefix(prefix); err != nil {
-		return nil, err
+// List returns one page of the live leases whose names start with
+// req.Prefix, sorted by name (GET /v1/leases?prefix=P&limit=N&after=NAME);
+// lease.ListAll follows the pages. Errors: lease.ErrInvalid,
+// lease.ErrUnavailable, ctx's error, or an *Error.
+func (c *Client) List(ctx context.Context, req lease.ListRequest) (lease.ListPage, error) {
+	if err := req.Validate(); err != nil {
+		return lease.ListPage{}, err
+	}
+	q := url.Values{}
+	if req.Prefix != "" {
+		q.Set("prefix", req.Prefix)
+	}
+	if req.After != "" {
+		q.Set("after", req.After)
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
 	}
 	p := "/v1/leases"
-	if prefix != "" {
-		p += "?" + url.Values{"prefix": {prefix}}.Encode()
+	if len(q) > 0 {
+		p += "?" + q.Encode()
 	}
 	var out listJSON
-	if err := c.call(ctx, "list", subject{name: prefix}, p, nil, &out); err != nil {
-		return nil, err
+	if err := c.call(ctx, "list", subject{name: req.Prefix}, p, nil, &out); err != nil {
+		return lease.ListPage{}, err
 	}
-	infos := make([]lease.Info, 0, len(out.Leases))
+	page := lease.ListPage{Leases: make([]lease.Info, 0, len(out.Leases)), Next: out.Next}
 	for _, j := range out.Leases {
 		i, err := j.info()
 		if err != nil {
-			return nil, err
+			return lease.ListPage{}, err
 		}
-		infos = append(infos, i)
+		page.Leases = append(page.Leases, i)
 	}
-	return infos, nil
+	return page, nil
 }
 
 // Health asks the server whether its store answers (GET /healthz). Errors:
@@ -176,6 +189,8 @@ type (
 		Owner  string `json:"owner"`
 		Holder string `json:"holder"`
 		WaitMS int64  `json:"wait_ms,omitempty"`
+
+		LockDelayMS int64 `json:"lock_delay_ms,omitempty"`
 	}
 	renewBody struct {
 		Name   string `json:"name"`

@@ -15,14 +15,15 @@ func EncodeGrant(w io.Writer, g lease.Grant) error { return json.NewEncoder(w).E
 // EncodeInfo writes i as HTTP API v1's info object (GET /v1/leases/{name}).
 func EncodeInfo(w io.Writer, i lease.Info) error { return json.NewEncoder(w).Encode(infoToJSON(i)) }
 
-// EncodeList writes infos as HTTP API v1's list object (GET /v1/leases).
+// EncodeList writes infos as HTTP API v1's list object (GET /v1/leases),
+// without a next page.
 func EncodeList(w io.Writer, infos []lease.Info) error {
-	return json.NewEncoder(w).Encode(listToJSON(infos))
+	return json.NewEncoder(w).Encode(listToJSON(lease.ListPage{Leases: infos}))
 }
 
-func listToJSON(infos []lease.Info) listJSON {
-	out := listJSON{Leases: make([]infoJSON, 0, len(infos))}
-	for _, i := range infos {
+func listToJSON(page lease.ListPage) listJSON {
+	out := listJSON{Leases: make([]infoJSON, 0, len(page.Leases)), Next: page.Next}
+	for _, i := range page.Leases {
 		out.Leases = append(out.Leases, infoToJSON(i))
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,26 +116,44 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, infoToJSON(info))
 }
 
-// list answers GET /v1/leases?prefix=P with {"leases": [...]}, sorted by
-// name (the store's promise, kept here too).
+// list answers GET /v1/leases?prefix=P&limit=N&after=NAME with one page,
+// {"leases": [...], "next": NAME}, sorted by name (the store's promise, kept
+// here too). An unknown parameter is a 400: "?Prefix=" must not quietly list
+// everything.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return invalid("bad query string: %v", err)
 	}
-	if len(q["prefix"]) > 1 {
-		return invalid("prefix is given %d times", len(q["prefix"]))
+	var req lease.ListRequest
+	for k, v := range q {
+		if len(v) > 1 {
+			return invalid("%s is given %d times", k, len(v))
+		}
+		switch k {
+		case "prefix":
+			req.Prefix = v[0]
+		case "after":
+			req.After = v[0]
+		case "limit":
+			n, err := strconv.Atoi(v[0])
+			if err != nil || n < 1 || n > lease.MaxListLimit {
+				return invalid("limit %q is not a whole number in [1, %d]", v[0], lease.MaxListLimit)
+			}
+			req.Limit = n
+		default:
+			return invalid("unknown query parameter %q (known: prefix, limit, after)", k)
+		}
 	}
-	prefix := q.Get("prefix")
-	if err := lease.ValidatePrefix(prefix); err != nil {
+	if err := req.Validate(); err != nil {
 		return err
 	}
-	infos, err := s.store.List(r.Context(), prefix)
+	page, err := s.store.List(r.Context(), req)
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(infos, func(a, b lease.Info) int { return strings.Compare(a.Name, b.Name) })
-	return writeJSON(w, http.StatusOK, listToJSON(infos))
+	slices.SortFunc(page.Leases, func(a, b lease.Info) int { return strings.Compare(a.Name, b.Name) })
+	return writeJSON(w, http.StatusOK, listToJSON(page))
 }
 
 // healthz answers GET /healthz: 200 {"status": "ok"} when the store answers,

@@ -12,15 +12,16 @@ import (
 
 // Operation names: the "op" label of picket_http_request_duration_seconds.
 const (
-	opAcquire = "acquire"
-	opRenew   = "renew"
-	opRelease = "release"
-	opGet     = "get"
-	opList    = "list"
-	opKVPut   = "kv_put"
-	opKVGet   = "kv_get"
-	opHealth  = "healthz"
-	opOther   = "other" // unknown routes and methods
+	opAcquire  = "acquire"
+	opRenew    = "renew"
+	opRelease  = "release"
+	opGet      = "get"
+	opList     = "list"
+	opKVPut    = "kv_put"
+	opKVGet    = "kv_get"
+	opKVDelete = "kv_delete"
+	opHealth   = "healthz"
+	opOther    = "other" // unknown routes and methods
 )
 
 // Metrics is what a Server counts, on a Prometheus registry of its own (never
@@ -132,7 +133,7 @@ func (m *Metrics) observe(op, code string, took time.Duration) {
 		m.releases.Inc()
 	case (op == opRenew || op == opRelease) && code == CodeLost:
 		m.lost.WithLabelValues(op).Inc()
-	case op == opKVPut && code == CodeStaleToken:
+	case (op == opKVPut || op == opKVDelete) && code == CodeStaleToken:
 		m.fenced.Inc()
 	}
 }

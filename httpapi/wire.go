@@ -33,6 +33,7 @@ type infoJSON struct {
 
 type listJSON struct {
 	Leases []infoJSON `json:"leases"`
+	Next   string     `json:"next,omitempty"`
 }
 
 type releasedJSON struct {
@@ -42,6 +43,12 @@ type releasedJSON struct {
 type kvPutJSON struct {
 	Key   string `json:"key"`
 	Token uint64 `json:"token"`
+}
+
+type kvDeleteJSON struct {
+	Key     string `json:"key"`
+	Token   uint64 `json:"token"`
+	Deleted bool   `json:"deleted"`
 }
 
 type healthJSON struct {

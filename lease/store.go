@@ -44,9 +44,27 @@ type Store interface {
 	// Get returns the public view of the live lease on name, or ErrNotFound.
 	Get(ctx context.Context, name string) (Info, error)
 
-	// List returns the live leases whose names start with prefix, sorted by
-	// name.
-	List(ctx context.Context, prefix string) ([]Info, error)
+	// List returns one page of the live leases whose names start with
+	// req.Prefix, sorted by name (byte order), starting after req.After. A
+	// full page sets Next to the name to pass as After for the following page;
+	// the last page leaves it empty. ListAll follows the pages.
+	//
+	// Errors: ErrInvalid (a bad prefix, after or limit), ErrUnavailable, or
+	// ctx's error.
+	List(ctx context.Context, req ListRequest) (ListPage, error)
+}
+
+// ListRequest selects one page of Store.List.
+type ListRequest struct {
+	Prefix string // names that start with Prefix; "" lists every name
+	After  string // only names after this one (exclusive); "" starts at the beginning
+	Limit  int    // at most this many leases; 0 means DefaultListLimit, at most MaxListLimit
+}
+
+// ListPage is one page of Store.List.
+type ListPage struct {
+	Leases []Info // sorted by name
+	Next   string // the After of the next page; "" when this page is the last
 }
 
 // AcquireRequest is the argument of Store.Acquire.
@@ -56,6 +74,14 @@ type AcquireRequest struct {
 	Owner  string        // a label for people ("host/pid"); may be empty
 	TTL    time.Duration // between MinTTL and MaxTTL, whole milliseconds
 	Wait   time.Duration // how long to wait for a held name to come free; at most MaxWait
+
+	// LockDelay keeps the name unavailable this long after the lease
+	// *expires* (not after a clean release), so that a holder that lost it
+	// unknowingly has time to notice before a successor starts. It is kept
+	// with the lease in the store and honoured by every opener. Zero means
+	// the store's default (for storage/sqlite, WithLockDelay; over HTTP, the
+	// server's -lock-delay); at most MaxLockDelay.
+	LockDelay time.Duration
 }
 
 // Grant is a lease as its holder sees it.

@@ -10,14 +10,18 @@ import (
 
 // Bounds on requests. Anything outside them is ErrInvalid, never clamped.
 const (
-	MinTTL        = 10 * time.Millisecond
-	MaxTTL        = 24 * time.Hour
-	MaxWait       = 60 * time.Second
-	MaxNameLen    = 256 // bytes
-	MaxHolderLen  = 256 // bytes
-	MaxOwnerLen   = 256 // bytes
-	MaxPrefixLen  = MaxNameLen
-	ttlResolution = time.Millisecond
+	MinTTL       = 10 * time.Millisecond
+	MaxTTL       = 24 * time.Hour
+	MaxWait      = 60 * time.Second
+	MaxNameLen   = 256 // bytes
+	MaxHolderLen = 256 // bytes
+	MaxOwnerLen  = 256 // bytes
+	MaxPrefixLen = MaxNameLen
+	MaxLockDelay = 60 * time.Second
+
+	DefaultListLimit = 1000  // leases in a page of Store.List when the request says 0
+	MaxListLimit     = 10000 // the largest page of Store.List
+	ttlResolution    = time.Millisecond
 )
 
 // ValidateName reports whether s is a valid lease name (or fenced key): 1–256
@@ -64,6 +68,12 @@ func (r AcquireRequest) Validate() error {
 	if r.Wait < 0 || r.Wait > MaxWait {
 		return invalid("wait %v is out of bounds [0, %v]", r.Wait, MaxWait)
 	}
+	if r.LockDelay < 0 || r.LockDelay > MaxLockDelay {
+		return invalid("lock delay %v is out of bounds [0, %v]", r.LockDelay, MaxLockDelay)
+	}
+	if r.LockDelay%ttlResolution != 0 {
+		return invalid("lock delay %v is not a whole number of milliseconds", r.LockDelay)
+	}
 	return nil
 }
 
@@ -90,9 +100,31 @@ func ValidateRelease(name, holder string, tok token.Token) error {
 	return ValidateToken(tok)
 }
 
-// ValidatePrefix checks the argument of Store.List; the empty prefix lists
-// everything.
+// ValidatePrefix checks a list prefix; the empty prefix lists everything.
 func ValidatePrefix(p string) error { return validateText("prefix", p, MaxPrefixLen, true) }
+
+// Validate checks every field of r.
+func (r ListRequest) Validate() error {
+	if err := ValidatePrefix(r.Prefix); err != nil {
+		return err
+	}
+	if err := validateText("after", r.After, MaxNameLen, true); err != nil {
+		return err
+	}
+	if r.Limit < 0 || r.Limit > MaxListLimit {
+		return invalid("limit %d is out of bounds [0, %d]", r.Limit, MaxListLimit)
+	}
+	return nil
+}
+
+// PageLimit is the number of leases a page of r holds at most: r.Limit, or
+// DefaultListLimit when it is 0.
+func (r ListRequest) PageLimit() int {
+	if r.Limit == 0 {
+		return DefaultListLimit
+	}
+	return r.Limit
+}
 
 func validateText(what, s string, max int, emptyOK bool) error {
 	if s == "" {
@@ -110,6 +142,11 @@ func validateText(what, s string, max int, emptyOK bool) error {
 	for _, r := range s {
 		if unicode.IsControl(r) {
 			return invalid("%s %q contains the control character %U", what, s, r)
+		}
+		if unicode.Is(unicode.Cf, r) {
+			// Zero-width and bidi-override characters make two names that
+			// look alike differ, or one name look like another.
+			return invalid("%s %q contains the format character %U", what, s, r)
 		}
 	}
 	return nil

@@ -62,7 +62,7 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 	return sf.with(fs, func(s store) error {
 		g, err := s.Renew(ctx, *name, *holder, t, *ttl)
 		if err != nil {
-			return fmt.Errorf("renew %q: %w", *name, err)
+			return err // the store names the call and the lease
 		}
 		return httpapi.EncodeGrant(e.stdout, g)
 	})
@@ -82,7 +82,7 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 	}
 	return sf.with(fs, func(s store) error {
 		if err := s.Release(ctx, *name, *holder, t); err != nil {
-			return fmt.Errorf("release %q: %w", *name, err)
+			return err // the store names the call and the lease
 		}
 		_, err := fmt.Fprintln(e.stdout, `{"released":true}`)
 		return err
@@ -117,17 +117,19 @@ func runList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		infos, err := s.List(ctx, *prefix)
+		infos, err := lease.ListAll(ctx, s, *prefix)
 		if err != nil {
 			return fmt.Errorf("ls: %w", err)
 		}
 		if *asJSON {
 			return httpapi.EncodeList(e.stdout, infos)
 		}
+		now := time.Now()
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tTTL\tEXPIRES")
+		fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tTTL\tLEFT\tEXPIRES")
 		for _, i := range infos {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%s\n", i.Name, i.Token, i.Owner, i.TTL, i.Expires.UTC().Format(time.RFC3339))
+			left := max(i.Expires.Sub(now), 0).Round(time.Millisecond)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%v\t%s\n", i.Name, i.Token, i.Owner, i.TTL, left, i.Expires.UTC().Format(time.RFC3339))
 		}
 		return tw.Flush()
 	})
@@ -147,7 +149,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	return sf.with(fs, func(s store) error {
 		i, err := s.Get(ctx, *name)
 		if err != nil {
-			return fmt.Errorf("get %q: %w", *name, err)
+			return err // the store names the call and the lease
 		}
 		return httpapi.EncodeInfo(e.stdout, i)
 	})

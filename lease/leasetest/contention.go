@@ -79,7 +79,7 @@ func (s suite) testContention(t *testing.T) {
 	if n := goroutines * rounds; len(tokens) != n || int(hi-lo)+1 != n {
 		t.Errorf("%d grants got %d distinct tokens from %d to %d, want %d consecutive ones", n, len(tokens), lo, hi, n)
 	}
-	if infos, err := st.List(ctx, "contention/"); err != nil || len(infos) != 0 {
+	if infos, err := lease.ListAll(ctx, st, "contention/"); err != nil || len(infos) != 0 {
 		t.Errorf("after every release List = %v, %v; want nothing", names(infos), err)
 	}
 }

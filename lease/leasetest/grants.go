@@ -148,7 +148,7 @@ func (s suite) testReleaseFreesAtOnce(t *testing.T) {
 	mustRelease(t, st, g)
 	_, err := st.Get(t.Context(), "release/a")
 	wantErr(t, "Get after release", err, lease.ErrNotFound)
-	infos, err := st.List(t.Context(), "release/")
+	infos, err := lease.ListAll(t.Context(), st, "release/")
 	if err != nil || len(infos) != 0 {
 		t.Errorf("List after release = %v, %v; want nothing", names(infos), err)
 	}

@@ -52,7 +52,7 @@ func (s suite) testBounds(t *testing.T) {
 func (s suite) testInvalid(t *testing.T) {
 	st, clk := s.open(t, 0)
 	live := mustAcquire(t, st, request("invalid/live", "holder-a", 10*time.Second))
-	before, err := st.List(t.Context(), "")
+	before, err := lease.ListAll(t.Context(), st, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func (s suite) testInvalid(t *testing.T) {
 		return func(ctx context.Context, st lease.Store) error { _, err := st.Get(ctx, name); return err }
 	}
 	list := func(prefix string) func(context.Context, lease.Store) error {
-		return func(ctx context.Context, st lease.Store) error { _, err := st.List(ctx, prefix); return err }
+		return listPage(lease.ListRequest{Prefix: prefix})
 	}
 	tooLong := "invalid/" + strings.Repeat("x", lease.MaxNameLen)
 	n, h, tok := live.Name, live.Holder, live.Token
@@ -130,6 +130,14 @@ func (s suite) testInvalid(t *testing.T) {
 		{"list control in prefix", list("invalid/\n")},
 		{"list 257-byte prefix", list(tooLong[:lease.MaxPrefixLen+1])},
 		{"list invalid UTF-8 prefix", list("\xff")},
+		{"list negative limit", listPage(lease.ListRequest{Limit: -1})},
+		{"list limit above the most", listPage(lease.ListRequest{Limit: lease.MaxListLimit + 1})},
+		{"list control in after", listPage(lease.ListRequest{After: "a\nb"})},
+		{"acquire zero-width space in name", acq(func(r *lease.AcquireRequest) { r.Name = "invalid/a\u200bb" })},
+		{"acquire bidi override in name", acq(func(r *lease.AcquireRequest) { r.Name = "invalid/\u202eb" })},
+		{"acquire negative lock delay", acq(func(r *lease.AcquireRequest) { r.LockDelay = -time.Millisecond })},
+		{"acquire lock delay above the most", acq(func(r *lease.AcquireRequest) { r.LockDelay = lease.MaxLockDelay + time.Millisecond })},
+		{"acquire lock delay not whole ms", acq(func(r *lease.AcquireRequest) { r.LockDelay = time.Microsecond })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,7 +145,7 @@ func (s suite) testInvalid(t *testing.T) {
 		})
 	}
 
-	after, err := st.List(t.Context(), "")
+	after, err := lease.ListAll(t.Context(), st, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +154,8 @@ func (s suite) testInvalid(t *testing.T) {
 	}
 	wantHeld(t, st, n, live.Owner, live.Expires)
 	wantFree(t, st, "invalid/new", live.Token, live.Token+1)
+}
+
+func listPage(req lease.ListRequest) func(context.Context, lease.Store) error {
+	return func(ctx context.Context, st lease.Store) error { _, err := st.List(ctx, req); return err }
 }

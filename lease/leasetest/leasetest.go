@@ -61,6 +61,7 @@ func (s suite) tests() []namedTest {
 		{"LockDelay", s.testLockDelay},
 		{"Get", s.testGet},
 		{"List", s.testList},
+		{"ListPages", s.testListPages},
 		{"Bounds", s.testBounds},
 		{"Invalid", s.testInvalid},
 		{"WaitWokenByRelease", s.testWaitWokenByRelease},

@@ -1,6 +1,7 @@
 package leasetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func (s suite) testList(t *testing.T) {
 		{"nothing", infos()},
 	}
 	for _, tc := range tests {
-		got, err := st.List(t.Context(), tc.prefix)
+		got, err := lease.ListAll(t.Context(), st, tc.prefix)
 		if err != nil {
 			t.Errorf("List(%q): %v", tc.prefix, err)
 			continue
@@ -72,5 +73,49 @@ func (s suite) testList(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("List(%q) mismatch (-want +got):\n%s", tc.prefix, diff)
 		}
+	}
+}
+
+// testListPages: List hands out pages of at most Limit leases, each after the
+// last name of the one before; Next is empty on the last page; the pages
+// together are the whole list, each lease once.
+func (s suite) testListPages(t *testing.T) {
+	st, _ := s.open(t, 0)
+	var want []string
+	for i := range 7 {
+		name := fmt.Sprintf("pages/%02d", i)
+		mustAcquire(t, st, request(name, holderName(0, i), time.Minute))
+		want = append(want, name)
+	}
+	mustAcquire(t, st, request("pagesz", "holder-z", time.Minute)) // outside the prefix
+	for _, limit := range []int{1, 2, 3, 7, 8} {
+		var got []string
+		req := lease.ListRequest{Prefix: "pages/", Limit: limit}
+		for range 10 {
+			page, err := st.List(t.Context(), req)
+			if err != nil {
+				t.Fatalf("List(%+v): %v", req, err)
+			}
+			if len(page.Leases) > limit {
+				t.Errorf("List(%+v) gave %d leases, more than the limit", req, len(page.Leases))
+			}
+			for _, i := range page.Leases {
+				got = append(got, i.Name)
+			}
+			if page.Next == "" {
+				break
+			}
+			req.After = page.Next
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("pages of %d: names mismatch (-want +got):\n%s", limit, diff)
+		}
+	}
+	page, err := st.List(t.Context(), lease.ListRequest{Prefix: "pages/", After: "pages/03"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(page.Leases); len(got) != 3 || got[0] != "pages/04" || page.Next != "" {
+		t.Errorf("List after pages/03 = %v next %q; want pages/04..06 and no next", got, page.Next)
 	}
 }

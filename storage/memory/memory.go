@@ -138,21 +138,22 @@ func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
 	return s.grant(name, e, now).Info(), nil
 }
 
-// List returns the live leases whose names start with prefix (bytewise),
-// sorted by name. Errors: lease.ErrInvalid or ctx's error.
-func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
-	if err := lease.ValidatePrefix(prefix); err != nil {
-		return nil, fmt.Errorf("memory: list: %w", err)
+// List returns one page of the live leases whose names start with
+// req.Prefix (bytewise), sorted by name, after req.After. Errors:
+// lease.ErrInvalid or ctx's error.
+func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage, error) {
+	if err := req.Validate(); err != nil {
+		return lease.ListPage{}, fmt.Errorf("memory: list: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memory: list %q: %w", prefix, err)
+		return lease.ListPage{}, fmt.Errorf("memory: list %q: %w", req.Prefix, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	var infos []lease.Info
+	infos := []lease.Info{}
 	for name := range s.leases {
-		if !strings.HasPrefix(name, prefix) {
+		if !strings.HasPrefix(name, req.Prefix) || name <= req.After {
 			continue
 		}
 		if e, live := s.lookup(name, now); live {
@@ -160,7 +161,12 @@ func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
 		}
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
-	return infos, nil
+	page := lease.ListPage{Leases: infos}
+	if limit := req.PageLimit(); len(infos) > limit {
+		page.Leases = infos[:limit]
+		page.Next = infos[limit-1].Name
+	}
+	return page, nil
 }
 
 // lookup returns the entry for name and whether it is live at now. An entry

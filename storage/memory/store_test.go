@@ -92,8 +92,8 @@ func TestTokenSpaceExhausted(t *testing.T) {
 	if !errors.Is(err, lease.ErrUnavailable) {
 		t.Errorf("acquire past token.Max = %v, want ErrUnavailable", err)
 	}
-	if infos, _ := st.List(t.Context(), ""); len(infos) != 1 {
-		t.Errorf("List = %v, want only \"a\"", infos)
+	if page, _ := st.List(t.Context(), lease.ListRequest{}); len(page.Leases) != 1 {
+		t.Errorf("List = %v, want only \"a\"", page.Leases)
 	}
 }
 

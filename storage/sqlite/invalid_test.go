@@ -87,7 +87,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"Get":       getErr(s.Get(ctx, "a\x01")),
-		"List":      listErr(s.List(ctx, "\xff")),
+		"List":      listErr(s.List(ctx, lease.ListRequest{Prefix: "\xff"})),
 		"GetFenced": getFencedErr(s.GetFenced(ctx, "")),
 	} {
 		if !errors.Is(err, lease.ErrInvalid) {
@@ -100,5 +100,5 @@ func TestBadInput(t *testing.T) {
 }
 
 func getErr(_ lease.Info, err error) error                  { return err }
-func listErr(_ []lease.Info, err error) error               { return err }
+func listErr(_ lease.ListPage, err error) error             { return err }
 func getFencedErr(_ []byte, _ token.Token, err error) error { return err }

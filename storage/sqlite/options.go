@@ -36,6 +36,7 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
+	quota       Quota // quota.go
 }
 
 func defaultConfig() config {
@@ -96,6 +97,9 @@ func (c *config) validate() error {
 		return invalidf("read connections %d is below 1", c.readConns)
 	case c.logger == nil:
 		return invalidf("logger is nil")
+	}
+	if err := c.quota.validate(); err != nil {
+		return err
 	}
 	return nil
 }

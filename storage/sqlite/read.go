@@ -42,30 +42,30 @@ func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
 	return info, nil
 }
 
-// List returns the live leases whose names start with prefix (all of them
-// for ""), sorted by name (byte order).
+// List returns one page of the live leases whose names start with
+// req.Prefix (all of them for ""), sorted by name (byte order), after
+// req.After.
 //
 // Errors: lease.ErrInvalid, ErrClosed, or the error of the read or ctx's.
-func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
-	if err := lease.ValidatePrefix(prefix); err != nil {
-		return nil, fmt.Errorf("sqlite: list: %w", err)
+func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage, error) {
+	if err := req.Validate(); err != nil {
+		return lease.ListPage{}, fmt.Errorf("sqlite: list: %w", err)
 	}
 	now, wall, err := s.readClock(ctx)
 	if err != nil {
-		return nil, err
+		return lease.ListPage{}, err
 	}
-	query := "SELECT name, owner, token, ttl_ms, expires_at FROM leases WHERE expires_at > ?1"
-	args := []any{int64(now)}
-	if prefix != "" {
-		// Names are valid UTF-8, which never holds the byte 0xff, so every
-		// name starting with prefix sorts below prefix + 0xff.
-		query += " AND name >= ?2 AND name < ?3"
-		args = append(args, prefix, prefix+"\xff")
-	}
+	limit := req.PageLimit()
+	// Names are valid UTF-8, which never holds the byte 0xff, so every name
+	// starting with prefix sorts below prefix + 0xff. One row more than the
+	// page tells whether another page follows.
+	query := "SELECT name, owner, token, ttl_ms, expires_at FROM leases" +
+		" WHERE expires_at > ?1 AND name > ?2 AND name >= ?3 AND name < ?4 ORDER BY name LIMIT ?5"
+	args := []any{int64(now), req.After, req.Prefix, req.Prefix + "\xff", limit + 1}
 	var infos []lease.Info
 	err = s.read(ctx, "list", func() error {
 		infos = []lease.Info{}
-		rows, err := s.rdb.QueryContext(ctx, query+" ORDER BY name", args...)
+		rows, err := s.rdb.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -83,9 +83,14 @@ func (s *Store) List(ctx context.Context, prefix string) ([]lease.Info, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list %q: %w", prefix, err)
+		return lease.ListPage{}, fmt.Errorf("sqlite: list %q: %w", req.Prefix, err)
 	}
-	return infos, nil
+	page := lease.ListPage{Leases: infos}
+	if len(infos) > limit {
+		page.Leases = infos[:limit]
+		page.Next = infos[limit-1].Name
+	}
+	return page, nil
 }
 
 // read runs fn, a read on the query-only pool, again while the file is

@@ -27,6 +27,8 @@ type Store struct {
 	busy      time.Duration
 	maxBatch  int
 	batchHook func(int, time.Duration)
+	quota     Quota   // quota.go
+	kvCache   kvCache // the writer goroutine's only
 
 	wdb   *sql.DB // one connection, the writer's
 	rdb   *sql.DB // query-only pool
@@ -77,6 +79,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		busy:      cfg.busyTimeout,
 		maxBatch:  cfg.maxBatch,
 		batchHook: cfg.batchHook,
+		quota:     cfg.quota,
 		ops:       make(chan *op, cfg.maxBatch),
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),

@@ -21,7 +21,8 @@ const (
 	opRelease
 	opPut
 	opSweep
-	opSync // nothing but the epoch check every batch makes
+	opSync   // nothing but the epoch check every batch makes
+	opDelete // a fenced key's value (kv.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending

@@ -207,8 +207,8 @@ func (c *Client) Get(ctx context.Context, name string) (lease.Info, error) {
 
 // List forwards to st.List without recording: the model has no
 // multi-name read.
-func (c *Client) List(ctx context.Context, prefix string) ([]lease.Info, error) {
-	return c.st.List(ctx, prefix)
+func (c *Client) List(ctx context.Context, req lease.ListRequest) (lease.ListPage, error) {
+	return c.st.List(ctx, req)
 }
 
 // PutFenced records kv.PutFenced.
