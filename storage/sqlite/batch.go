@@ -76,14 +76,18 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 			return nil, nil, fmt.Errorf("write token counter: %w", err)
 		}
 	}
-	hook("before-commit")
+	w.hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("commit: %w", err)
+		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
 	}
-	hook("after-commit")
+	w.hook("after-commit")
 	s.epoch.Store(&epoch)
 	return results, handedRes, nil
 }
+
+// errCommit marks the error of a batch whose COMMIT failed: unlike an
+// error before it, its outcome is in doubt.
+var errCommit = errors.New("commit")
 
 func (b *batch) apply(o *op) (result, error) {
 	switch o.kind {

@@ -7,3 +7,21 @@ func Parked(s *Store, name string) int {
 	defer s.waiters.mu.Unlock()
 	return len(s.waiters.m[name])
 }
+
+// Queued returns how many operations wait in s's queue for the writer.
+func Queued(s *Store) int { return len(s.ops) }
+
+// SetStoreHook sets the function s's writer calls at its named points (see
+// hooks.go), after the process-wide one; nil removes it.
+func SetStoreHook(s *Store, h func(point string)) {
+	if h == nil {
+		s.w.testHook.Store(nil)
+		return
+	}
+	s.w.testHook.Store(&h)
+}
+
+// SetLegacySettle brings back (true) or removes (false) the old answer of a
+// waiting Acquire whose wait ran out while a release handed it the name:
+// "held". For the control of the hand-over test; not for parallel tests.
+func SetLegacySettle(on bool) { legacySettle.Store(on) }

@@ -5,7 +5,22 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
+
+// hook calls the process-wide test hook and then this store's, at point.
+func (w *writer) hook(point string) {
+	hook(point)
+	if h := w.testHook.Load(); h != nil {
+		(*h)(point)
+	}
+}
+
+// legacySettle, set only by tests (the control of the hand-over test),
+// brings back the old answer of an Acquire whose wait ran out while a
+// release was handing it the name: "held", although the grant may be
+// committed.
+var legacySettle atomic.Bool
 
 // writer is the writer goroutine's connection and its prepared statements:
 // a grant on a free name and a release are one statement each (a SELECT
@@ -13,6 +28,10 @@ import (
 // plus, per batch, BEGIN, the counter read, the counter write and COMMIT.
 type writer struct {
 	conn *sql.Conn
+
+	// testHook, when set (by tests, through export_test.go), is called at
+	// this store's named points (see hooks.go) after the process-wide one.
+	testHook atomic.Pointer[func(point string)]
 
 	begin, commit, rollback *sql.Stmt
 	counter, setCounter     *sql.Stmt
