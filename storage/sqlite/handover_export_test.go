@@ -25,3 +25,8 @@ func SetStoreHook(s *Store, h func(point string)) {
 // waiting Acquire whose wait ran out while a release handed it the name:
 // "held". For the control of the hand-over test; not for parallel tests.
 func SetLegacySettle(on bool) { legacySettle.Store(on) }
+
+// SetLegacyLockDelay brings back (true) or removes (false) the old rule of
+// lock-delay: each opener's own option, nothing kept with the lease. For
+// the control of the two-opener test; not for parallel tests.
+func SetLegacyLockDelay(on bool) { legacyLockDelay.Store(on) }

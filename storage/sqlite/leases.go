@@ -22,7 +22,9 @@ const (
 // batch with other writes (see the package doc). A free name, an expired
 // one whose lock-delay has passed, or a released one gets a new token; the
 // holder of a live lease gets the same grant back, extended to req.TTL from
-// now. If another holder has the name, Acquire waits up to req.Wait for it,
+// now. The lease keeps req.LockDelay (zero: the store's WithLockDelay) in
+// the file: after it expires, every opener keeps the name unavailable that
+// long. If another holder has the name, Acquire waits up to req.Wait for it,
 // in a queue: a release in this process hands the name to the oldest
 // waiter in the release's own transaction. Expiry and releases by other
 // processes are found by a jittered backoff (10 ms growing to 250 ms).
@@ -35,6 +37,9 @@ const (
 func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("sqlite: acquire: %w", err)
+	}
+	if req.LockDelay == 0 {
+		req.LockDelay = s.lockDelay // the opener's default, kept with the lease
 	}
 	if req.Wait == 0 {
 		res := s.submit(ctx, acquireOp(req))
@@ -87,7 +92,7 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 
 func acquireOp(req lease.AcquireRequest) *op {
 	o := newOp(opAcquire)
-	o.name, o.holder, o.owner, o.ttl = req.Name, req.Holder, req.Owner, req.TTL
+	o.name, o.holder, o.owner, o.ttl, o.lockDelay = req.Name, req.Holder, req.Owner, req.TTL, req.LockDelay
 	return o
 }
 

@@ -22,6 +22,11 @@ func (w *writer) hook(point string) {
 // committed.
 var legacySettle atomic.Bool
 
+// legacyLockDelay, set only by tests (the control of the two-opener
+// lock-delay test), brings back the old rule: the lock-delay is the
+// checking opener's WithLockDelay, and nothing is kept with the lease.
+var legacyLockDelay atomic.Bool
+
 // writer is the writer goroutine's connection and its prepared statements:
 // a grant on a free name and a release are one statement each (a SELECT
 // comes first only when the name turns out to be held, and for renew),
@@ -35,10 +40,11 @@ type writer struct {
 
 	begin, commit, rollback *sql.Stmt
 	counter, setCounter     *sql.Stmt
-	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at
+	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
 	grant                   *sql.Stmt // upsert a new grant
 	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
+	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
 	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
 	sweep                   *sql.Stmt // delete rows expired before a time
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
@@ -55,19 +61,21 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.rollback, "ROLLBACK"},
 		{&w.counter, "SELECT value FROM counter WHERE id = 1"},
 		{&w.setCounter, "UPDATE counter SET value = ? WHERE id = 1"},
-		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at FROM leases WHERE name = ?"},
-		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at, lock_delay_ms FROM leases WHERE name = ?"},
+		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7`},
-		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8`},
+		// The row's own lock-delay decides, whichever opener granted it.
+		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7
-			WHERE leases.expires_at + ?8 <= ?6`},
+				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8
+			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= ?6`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
+		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
 		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
-		{&w.sweep, "DELETE FROM leases WHERE expires_at <= ?"},
+		{&w.sweep, "DELETE FROM leases WHERE expires_at + lock_delay_ms * 1000000 <= ?"},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
@@ -85,7 +93,7 @@ func (w *writer) prepare(ctx context.Context) error {
 func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter,
-		w.lease, w.grant, w.grantFree, w.extend, w.dropHeld, w.sweep, w.put, w.kvToken} {
+		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -45,6 +45,8 @@ type op struct {
 	ttl    time.Duration
 	value  []byte
 
+	lockDelay time.Duration // an acquire's: kept with the lease it grants
+
 	state atomic.Int32
 	done  chan struct{} // closed when res is set
 	res   result
