@@ -41,8 +41,17 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 			s.rollback()
 		}
 	}()
-	epoch := *s.epoch.Load()
-	if s.clock.Epoch() != epoch {
+	// The file's epoch, read in this transaction: another opener (after a
+	// reboot, or in another time namespace) may have moved it since this
+	// store last wrote, and deadlines from another epoch mean nothing here.
+	var stored string
+	if legacyEpochCache.Load() {
+		stored = *s.epoch.Load() // the old rule: the epoch cached at open
+	} else if err := w.epoch.QueryRowContext(ctx).Scan(&stored); err != nil {
+		return nil, nil, fmt.Errorf("read epoch: %w", err)
+	}
+	epoch := s.clock.Epoch()
+	if stored != epoch {
 		if epoch, err = s.syncEpoch(ctx, w.conn); err != nil {
 			return nil, nil, err
 		}

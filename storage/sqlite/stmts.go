@@ -27,6 +27,11 @@ var legacySettle atomic.Bool
 // checking opener's WithLockDelay, and nothing is kept with the lease.
 var legacyLockDelay atomic.Bool
 
+// legacyEpochCache, set only by tests (the control of the epoch tests),
+// brings back the old rule: a batch compares the clock's epoch with the one
+// cached when the store last wrote, not with the file's.
+var legacyEpochCache atomic.Bool
+
 // writer is the writer goroutine's connection and its prepared statements:
 // a grant on a free name and a release are one statement each (a SELECT
 // comes first only when the name turns out to be held, and for renew),
@@ -40,6 +45,7 @@ type writer struct {
 
 	begin, commit, rollback *sql.Stmt
 	counter, setCounter     *sql.Stmt
+	epoch                   *sql.Stmt // the file's clock epoch
 	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
 	grant                   *sql.Stmt // upsert a new grant
 	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
@@ -60,6 +66,7 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.commit, "COMMIT"},
 		{&w.rollback, "ROLLBACK"},
 		{&w.counter, "SELECT value FROM counter WHERE id = 1"},
+		{&w.epoch, "SELECT value FROM meta WHERE key = 'epoch'"},
 		{&w.setCounter, "UPDATE counter SET value = ? WHERE id = 1"},
 		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at, lock_delay_ms FROM leases WHERE name = ?"},
 		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
@@ -92,7 +99,7 @@ func (w *writer) prepare(ctx context.Context) error {
 
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter,
+	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
 		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken} {
 		if st != nil {
 			errs = append(errs, st.Close())
