@@ -76,6 +76,8 @@ func NewServer(store lease.Store, opts ...Option) *Server {
 	} else {
 		s.health = s.getHealth
 	}
+	s.metrics.health.Store(&s.health)
+	s.metrics.bodies.Store(s.bodies)
 	s.routes()
 	return s
 }
