@@ -40,7 +40,7 @@ type Store struct {
 	done    chan struct{} // closed when the writer goroutine has returned
 	closed  sync.Once
 
-	failure atomic.Pointer[FailedError] // set once, when the store fails closed
+	failure atomic.Pointer[FailedError]  // set once, when the store fails closed
 	lastErr atomic.Pointer[writeFailure] // the last batch's failure; nil after a write commits (health.go)
 	waiters hub
 }
