@@ -176,4 +176,3 @@ func TestListsTakeTurns(t *testing.T) {
 		})
 	}
 }
-
