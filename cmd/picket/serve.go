@@ -39,6 +39,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	maxWaiting := fs.Int("max-waiting", httpapi.DefaultMaxWaiting, "answer 429 beyond this many acquires waiting with wait_ms (0: no bound)")
 	maxLists := fs.Int("max-lists", httpapi.DefaultMaxLists, "answer this many lists at once; more wait their turn (0: no bound)")
 	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "cut off a request whose body has not arrived this long after its headers")
+	bodyBudget := fs.Int64("body-budget", httpapi.DefaultBodyBudget, "answer 429 to a request body that would take the bodies held at once beyond this many `bytes` (0: no bound)")
 	var allowOrigins, allowHosts listFlag
 	fs.Var(&allowOrigins, "allow-origin", "answer requests from web pages of this `origin` (scheme://host[:port]; repeat or comma-separate; * for any)")
 	fs.Var(&allowHosts, "allow-host", "on a loopback address, answer requests naming this `host` besides localhost, 127.0.0.1 and [::1] (repeat or comma-separate; * for any)")
@@ -50,8 +51,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if *maxLists < 0 || *maxLeases < 0 || *maxKVKeys < 0 || *maxKVBytes < 0 {
-		return usagef("serve: -max-lists, -max-leases, -max-kv-keys and -max-kv-bytes must not be negative")
+	if *maxLists < 0 || *maxLeases < 0 || *maxKVKeys < 0 || *maxKVBytes < 0 || *bodyBudget < 0 {
+		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes and -body-budget must not be negative")
 	}
 	if *bodyTimeout <= 0 {
 		return usagef("serve: -body-timeout must be positive")
@@ -100,7 +101,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
-		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
+		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
 	level.Info(logger).Log("msg", "serving", "addr", ln.Addr().String(), "db", *db, "auth", *authFile != "")
