@@ -54,7 +54,8 @@ func plainBinary(t *testing.T) string {
 	return builtBin
 }
 
-var addrRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
+// addrRE finds the address in the "serving" line, logfmt or JSON.
+var addrRE = regexp.MustCompile(`msg=serving addr=(\S+)|^\{"addr":"([^"]+)".*"msg":"serving"`)
 
 func startPlainServer(t *testing.T, args ...string) *plainServer {
 	t.Helper()
@@ -76,7 +77,7 @@ func startPlainServer(t *testing.T, args ...string) *plainServer {
 			s.logs.WriteString(sc.Text() + "\n")
 			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case addr <- m[1]:
+				case addr <- m[1] + m[2]:
 				default:
 				}
 			}
