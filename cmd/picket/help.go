@@ -23,7 +23,10 @@ Usage:
   picket release -name N -holder H -token T [-db F | -server URL]
   picket ls      [-prefix P] [-json] [-db F | -server URL]
   picket get     -name N [-db F | -server URL]
-  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names distinct|hot|both] [-json] [-chart FILE.svg]
+  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
+                 (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
+  picket version                  (also: picket -version)
   picket help
 
 Commands:
@@ -32,6 +35,10 @@ Store (every command but serve):
   -db FILE              embedded mode: open the SQLite file directly (default picket.db)
   -server URL           remote mode: talk to a picket server (e.g. http://127.0.0.1:7070)
   -auth-token-file F    remote mode: send the bearer token read from F (surrounding whitespace trimmed)
+
+Every flag can also be set in the environment as PICKET_ and its name in capitals,
+dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);
+a flag on the command line wins. -server takes a URL or a bare host:port.
 
 picket run holds the lease while CMD runs: it waits up to -wait for the name,
 runs CMD with PICKET_LEASE (the name) and PICKET_TOKEN (the fencing token) in

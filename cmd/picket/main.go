@@ -81,7 +81,9 @@ func commands() []command {
 		{"release", "release a lease", runRelease},
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
+		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
+		{"version", "print the version, VCS revision and Go version", runVersion},
 		{"help", "print this help", nil},
 	}
 }
@@ -96,6 +98,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	name, rest := args[0], args[1:]
 	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
 		printHelp(stdout)
+		return exitOK
+	}
+	if name == "-version" || name == "--version" {
+		printVersion(stdout)
 		return exitOK
 	}
 	for _, c := range commands() {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/oklog/run"
@@ -105,6 +106,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
 	level.Info(logger).Log("msg", "serving", "addr", ln.Addr().String(), "db", *db, "auth", *authFile != "")
+	notify(logger, daemon.SdNotifyReady)
 
 	var g run.Group
 	// The HTTP server. Interrupt: stop accepting, finish in-flight requests
@@ -115,6 +117,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}, func(error) {
+		notify(logger, daemon.SdNotifyStopping)
 		sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
