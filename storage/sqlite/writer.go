@@ -237,6 +237,7 @@ func (s *Store) runBatch(batch []*op) {
 		p.res = result{err: unavailable("hand-over: commit failed, its outcome is unknown", commitErr)}
 		close(p.done)
 	}
+	s.noteBatch(batch, results, err)
 	if err != nil {
 		s.logger.Log("msg", "batch failed", "err", err, "ops", len(batch))
 		if isFatal(err) {
