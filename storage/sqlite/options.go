@@ -6,6 +6,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
 )
 
 // Defaults for the options of Open.
@@ -36,6 +37,7 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
+	tokenFloor  token.Token // backup.go
 }
 
 func defaultConfig() config {
@@ -97,5 +99,5 @@ func (c *config) validate() error {
 	case c.logger == nil:
 		return invalidf("logger is nil")
 	}
-	return nil
+	return validateFloor(c.tokenFloor)
 }
