@@ -99,7 +99,16 @@ func enterFile(path string, busy time.Duration) (*member, error) {
 		inodes.m[key] = file
 	}
 	m.file = file
-	return m, m.takeGate(busy)
+	if err := m.takeGate(busy); err != nil {
+		return m, err
+	}
+	// Before any connection of this Store reads the file through a second
+	// WAL (reading the pages of another opener's checkpoint half done, or,
+	// in this process, SQLite's shared memory of another path), prove what
+	// can be proved already: the -wal and -shm that exist now must be the
+	// live openers'. join proves it again once SQLite opened them.
+	_, err = m.prove()
+	return m, err
 }
 
 // takeGate write-locks the gate byte, polling up to busy.
@@ -146,36 +155,20 @@ func (m *member) join() (first bool, err error) {
 	if m.file == nil {
 		return true, nil // the check is off
 	}
-	id, idErr := statWAL(m.path)
+	id, err := m.prove()
+	if err != nil {
+		return false, err
+	}
 	f := m.file
 	if f.refs > 0 {
-		if idErr != nil || id != f.wal {
-			return false, otherWALError(m.path, fmt.Sprintf(
-				"this process has it open as %s, with %s-wal; this Store opened it as %s", f.walPath, f.walPath, m.path))
-		}
 		f.refs++
 		m.joined = true
 		return false, nil
 	}
-	if idErr != nil {
-		if busy, err := m.lockedByOthers(lockSlots, slotSpan); err != nil || busy {
-			return false, otherWALError(m.path, fmt.Sprintf("another process has it open, and %v", idErr))
-		}
-		return false, fmt.Errorf("find the WAL SQLite opened: %w", idErr)
+	if id == "" {
+		return false, fmt.Errorf("find the -wal and -shm SQLite opened beside %s", m.path)
 	}
 	slot := lockSlots + slotOf(id)
-	below, err := m.lockedByOthers(lockSlots, slot-lockSlots)
-	if err != nil {
-		return false, err
-	}
-	above, err := m.lockedByOthers(slot+1, lockSlots+slotSpan-slot-1)
-	if err != nil {
-		return false, err
-	}
-	if below || above {
-		return false, otherWALError(m.path, fmt.Sprintf(
-			"another process has it open with other -wal/-shm files than %s-wal and %s-shm", m.path, m.path))
-	}
 	shared, err := m.lockedByOthers(slot, 1)
 	if err != nil {
 		return false, err
@@ -186,6 +179,45 @@ func (m *member) join() (first bool, err error) {
 	f.refs, f.wal, f.walPath, f.slot = 1, id, m.path, slot
 	m.joined = true
 	return !shared, nil
+}
+
+// prove checks that the -wal and -shm beside the Store's path are those of
+// every live opener of the file: the other Stores of this process, and the
+// processes holding a slot. It returns their identity ("" if they do not
+// exist, which is a proof only while no one else has the file open).
+func (m *member) prove() (walID, error) {
+	id, idErr := statWAL(m.path)
+	if idErr != nil {
+		id = ""
+	}
+	f := m.file
+	if f.refs > 0 {
+		if id == "" || id != f.wal {
+			return "", otherWALError(m.path, fmt.Sprintf(
+				"this process has it open as %s, with %s-wal; this Store opened it as %s", f.walPath, f.walPath, m.path))
+		}
+		return id, nil
+	}
+	if id == "" {
+		if busy, err := m.lockedByOthers(lockSlots, slotSpan); err != nil || busy {
+			return "", otherWALError(m.path, "another process has it open with its -wal elsewhere (none is beside "+m.path+")")
+		}
+		return "", nil
+	}
+	slot := lockSlots + slotOf(id)
+	below, err := m.lockedByOthers(lockSlots, slot-lockSlots)
+	if err != nil {
+		return "", err
+	}
+	above, err := m.lockedByOthers(slot+1, lockSlots+slotSpan-slot-1)
+	if err != nil {
+		return "", err
+	}
+	if below || above {
+		return "", otherWALError(m.path, fmt.Sprintf(
+			"another process has it open with other -wal/-shm files than %s-wal and %s-shm", m.path, m.path))
+	}
+	return id, nil
 }
 
 // slotOf maps a WAL identity to its slot offset.
