@@ -6,6 +6,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
 )
 
 // Defaults for the options of Open.
@@ -36,7 +37,8 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
-	quota       Quota // quota.go
+	quota       Quota       // quota.go
+	tokenFloor  token.Token // backup.go
 }
 
 func defaultConfig() config {
@@ -107,5 +109,5 @@ func (c *config) validate() error {
 	if err := c.quota.validate(); err != nil {
 		return err
 	}
-	return nil
+	return validateFloor(c.tokenFloor)
 }
