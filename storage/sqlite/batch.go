@@ -20,6 +20,7 @@ type batch struct {
 	now     time.Duration
 	wall    time.Time
 	counter token.Token
+	q       batchQuota // quota.go
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
@@ -95,6 +96,7 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	}
 	w.hook("after-commit")
 	s.epoch.Store(&epoch)
+	s.kvCommitted(&b.q)
 	return results, handedRes, nil
 }
 
@@ -105,13 +107,15 @@ var errCommit = errors.New("commit")
 func (b *batch) apply(o *op) (result, error) {
 	switch o.kind {
 	case opAcquire:
-		return b.acquire(o)
+		return b.acquireInQuota(o)
 	case opRenew:
 		return b.renew(o)
 	case opRelease:
-		return b.release(o)
+		return b.releaseCounted(o)
 	case opPut:
 		return b.put(o)
+	case opDelete:
+		return b.kvDelete(o)
 	case opSweep:
 		return b.sweep()
 	case opSync:
@@ -279,21 +283,6 @@ func deref(r *result) result {
 		return result{}
 	}
 	return *r
-}
-
-func (b *batch) put(o *op) (result, error) {
-	res, err := b.s.w.put.ExecContext(b.ctx, o.name, o.value, int64(o.tok), b.wall.UnixNano())
-	if err != nil {
-		return result{}, fmt.Errorf("put %q: %w", o.name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return result{}, err
-	}
-	var highest int64
-	if err := b.s.w.kvToken.QueryRowContext(b.ctx, o.name).Scan(&highest); err != nil {
-		return result{}, fmt.Errorf("read token of %q: %w", o.name, err)
-	}
-	return result{err: &token.StaleError{Resource: o.name, Token: o.tok, Highest: token.Token(highest)}}, nil
 }
 
 func (b *batch) sweep() (result, error) {

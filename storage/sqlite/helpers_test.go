@@ -109,3 +109,16 @@ func schemaFile(name string) (string, error) {
 	b, err := os.ReadFile(name)
 	return string(b), err
 }
+
+// requireRoot skips t unless the process is root, or fails it when
+// PICKET_REQUIRE_ROOT=1 (CI) says it must run.
+func requireRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("PICKET_REQUIRE_ROOT") == "1" {
+		t.Fatalf("PICKET_REQUIRE_ROOT=1 but not root: %s", why)
+	}
+	t.Skipf("not root: %s", why)
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
 )
 
 // Defaults for the options of Open.
@@ -36,6 +37,8 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
+	quota       Quota       // quota.go
+	tokenFloor  token.Token // backup.go
 }
 
 func defaultConfig() config {
@@ -103,5 +106,8 @@ func (c *config) validate() error {
 	case c.logger == nil:
 		return invalidf("logger is nil")
 	}
-	return nil
+	if err := c.quota.validate(); err != nil {
+		return err
+	}
+	return validateFloor(c.tokenFloor)
 }

@@ -49,19 +49,6 @@ func timensChild() int {
 	return 0
 }
 
-// requireRoot skips t unless the process is root, or fails it when
-// PICKET_REQUIRE_ROOT=1 (CI) says it must run.
-func requireRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("PICKET_REQUIRE_ROOT") == "1" {
-		t.Fatalf("PICKET_REQUIRE_ROOT=1 but not root: %s", why)
-	}
-	t.Skipf("not root: %s", why)
-}
-
 // timensTry holds "job" for 10 minutes on the host's clock, then runs a
 // child under `unshare -T --boottime 3600` on the same file, and returns
 // what the child said.

@@ -22,7 +22,8 @@ const (
 	opRelease
 	opPut
 	opSweep
-	opSync // nothing but the epoch check every batch makes
+	opSync   // nothing but the epoch check every batch makes
+	opDelete // a fenced key's value (kv.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending
@@ -241,6 +242,7 @@ func (s *Store) runBatch(batch []*op) {
 		p.res = result{err: unavailable("hand-over: commit failed, its outcome is unknown", commitErr)}
 		close(p.done)
 	}
+	s.noteBatch(batch, results, err)
 	if err != nil {
 		s.logger.Log("msg", "batch failed", "err", err, "ops", len(batch))
 		if isFatal(err) {
