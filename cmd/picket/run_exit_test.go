@@ -94,6 +94,7 @@ func TestRunExitStatuses(t *testing.T) {
 		{"get of a free name", []string{"get", "-db", db, "-name", "free"}, exitNotFound, ""},
 		{"server down", []string{"run", "-server", deadServer(t), "-name", "n", "--", "true"}, exitUnavailable, "connection refused"},
 		{"server down for the whole -wait", []string{"run", "-server", deadServer(t), "-name", "n", "-wait", "1s", "--", "true"}, exitUnavailable, "connection refused"},
+		{"server silent", []string{"run", "-server", silentServer(t), "-name", "n", "-ttl", "2s", "--", "true"}, exitUnavailable, "no answer from the store within 1s"},
 		{"server silent for the whole -wait", []string{"run", "-server", silentServer(t), "-name", "n", "-wait", "1s", "--", "true"}, exitUnavailable, "no answer from the store"},
 		{"store file cannot be opened", []string{"run", "-db", filepath.Join(dir, "no", "such", "dir", "p.db"), "-name", "n", "--", "true"}, exitUnavailable, ""},
 		{"command not found", []string{"run", "-db", db, "-name", "n", "--", "picket-no-such-command"}, exitCommandNotFnd, "command not found"},
