@@ -135,6 +135,14 @@ func (c *child) fork(path string, argv, env []string, files []uintptr, foregroun
 		return
 	}
 	c.pid = pid
+	guard, err := startGuard(pid)
+	if err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		reap(pid)
+		started <- fmt.Errorf("starting the guard: %w", err)
+		return
+	}
+	defer stopGuard(guard)
 	started <- nil
 	for {
 		var ws syscall.WaitStatus
@@ -152,6 +160,16 @@ func (c *child) fork(path string, argv, env []string, files []uintptr, foregroun
 		}
 		c.exited <- commandEnd{ws}
 		return
+	}
+}
+
+// reap waits for pid to exit.
+func reap(pid int) {
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			return
+		}
 	}
 }
 
