@@ -106,7 +106,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.close()
 	// From now on the job-control signals go to the command too, and picket
-	// run stops when the command does (see child.stopped).
+	// run stops when the command does (see child.followStop).
 	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGUSR1, syscall.SIGUSR2)
 	return superviseCommand(e, l, c, g, sigs, renewals)
 }
