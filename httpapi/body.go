@@ -53,7 +53,7 @@ func WithBodyBudget(n int64) Option {
 	return serverOption(func(s *Server) { s.bodies = newBudget(n) })
 }
 
-// budget counts bytes of bodies held; nil has no bound.
+// budget counts bytes of bodies held; a max of 0 is no bound.
 type budget struct {
 	mu         sync.Mutex
 	used, max  int64
@@ -62,7 +62,7 @@ type budget struct {
 
 func newBudget(n int64) *budget {
 	if n <= 0 {
-		return nil
+		return &budget{}
 	}
 	return &budget{max: n, largeLimit: n - n/4}
 }
@@ -79,7 +79,7 @@ func (b *budget) take(n, total int64) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+n > limit {
+	if limit > 0 && b.used+n > limit {
 		return false
 	}
 	b.used += n

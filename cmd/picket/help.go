@@ -10,6 +10,8 @@ const helpText = `picket: leases with fencing tokens, on one SQLite file or a pi
 Usage:
   picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F] [-lock-delay D]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
+                 [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
+                 [-log-level info] [-log-format logfmt|json]
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
                  -- CMD [ARGS...]
   picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-db F | -server URL]
