@@ -42,7 +42,8 @@ its environment, and renews the lease at about a third of its TTL. Two commands
 guarded by one name never run at the same time, unless a process is paused
 past the TTL:
   - CMD dies with picket run: if picket run is killed, even with SIGKILL, the
-    kernel kills CMD (Linux parent-death signal);
+    kernel kills CMD (Linux parent-death signal), and a guard process kills
+    CMD's process group;
   - when renewals fail, CMD gets SIGTERM early enough that the SIGKILL sent
     -grace later lands before the lease's local deadline; a lease found lost
     kills CMD at once. -grace must leave the first renewal half a renewal

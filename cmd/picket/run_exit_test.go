@@ -94,12 +94,13 @@ func TestRunExitStatuses(t *testing.T) {
 		{"get of a free name", []string{"get", "-db", db, "-name", "free"}, exitNotFound, ""},
 		{"server down", []string{"run", "-server", deadServer(t), "-name", "n", "--", "true"}, exitUnavailable, "connection refused"},
 		{"server down for the whole -wait", []string{"run", "-server", deadServer(t), "-name", "n", "-wait", "1s", "--", "true"}, exitUnavailable, "connection refused"},
+		{"server silent", []string{"run", "-server", silentServer(t), "-name", "n", "-ttl", "2s", "--", "true"}, exitUnavailable, "no answer from the store within 1s"},
 		{"server silent for the whole -wait", []string{"run", "-server", silentServer(t), "-name", "n", "-wait", "1s", "--", "true"}, exitUnavailable, "no answer from the store"},
 		{"store file cannot be opened", []string{"run", "-db", filepath.Join(dir, "no", "such", "dir", "p.db"), "-name", "n", "--", "true"}, exitUnavailable, ""},
-		{"command not found", []string{"run", "-db", db, "-name", "n", "--", "picket-no-such-command"}, exitCommandNotFnd, "command not found"},
-		{"command path not found", []string{"run", "-db", db, "-name", "n", "--", filepath.Join(dir, "missing")}, exitCommandNotFnd, "command not found"},
-		{"command not executable", []string{"run", "-db", db, "-name", "n", "--", noexec}, exitCannotExecute, "cannot execute"},
-		{"command is a directory", []string{"run", "-db", db, "-name", "n", "--", dir}, exitCannotExecute, "cannot execute"},
+		{"command not found", []string{"run", "-db", db, "-name", "n", "--", "picket-no-such-command"}, exitCommandNotFound, "command not found"},
+		{"command path not found", []string{"run", "-db", db, "-name", "n", "--", filepath.Join(dir, "missing")}, exitCommandNotFound, "command not found"},
+		{"command not executable", []string{"run", "-db", db, "-name", "n", "--", noexec}, exitNotExecutable, "cannot execute"},
+		{"command is a directory", []string{"run", "-db", db, "-name", "n", "--", dir}, exitNotExecutable, "cannot execute"},
 	}
 	tested := map[int]bool{}
 	for _, tc := range tests {
