@@ -21,16 +21,26 @@ type batch struct {
 	wall    time.Time
 	counter token.Token
 	q       batchQuota // quota.go
+
+	// The waiters queue (queue.go): the acquires a hand-over in this
+	// batch answered in this process, their results, the rows this batch
+	// queued (registered in the hub once it commits) and the rows it
+	// deleted.
+	handed    *[]*op
+	handedRes []result
+	enq       []enqueued
+	drop      []int64
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
 // own failure (held, lost, stale) is its result; an SQL error fails the
 // whole batch, which is rolled back.
 //
-// After each release it hands the name over to the oldest acquire parked
-// for it in this process (see hub), in the same transaction: those ops are
-// appended to *handed, even when the batch then fails, and their results
-// come back in handedRes.
+// After each release it hands the name over to the oldest acquire waiting
+// for it in any process (the waiters table, queue.go), in the same
+// transaction; one waiting in this process is answered directly: those ops
+// are appended to *handed, even when the batch then fails, and their
+// results come back in handedRes.
 func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
 	ctx := context.Background()
 	w := s.w
@@ -63,7 +73,11 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		return nil, nil, fmt.Errorf("read token counter: %w", err)
 	}
 	b.counter = token.Token(c)
+	b.handed = handed
 	start := b.counter
+	if err := b.forget(); err != nil {
+		return nil, nil, err
+	}
 	results = make([]result, len(ops))
 	for i, o := range ops {
 		if results[i], err = b.apply(o); err != nil {
@@ -76,13 +90,19 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		if o.kind != opRelease || results[i].err != nil {
 			continue
 		}
-		if p := s.waiters.next(o.name); p != nil {
-			*handed = append(*handed, p)
-			var r result
-			if r, err = b.apply(p); err != nil {
-				return nil, nil, err
+		if !fileQueue() { // the old rule: this process's waiters only
+			if p := s.waiters.next(o.name); p != nil {
+				*handed = append(*handed, p)
+				var r result
+				if r, err = b.apply(p); err != nil {
+					return nil, nil, err
+				}
+				b.handedRes = append(b.handedRes, r)
 			}
-			handedRes = append(handedRes, r)
+			continue
+		}
+		if _, err := b.serve(o.name); err != nil {
+			return nil, nil, err
 		}
 	}
 	if b.counter != start {
@@ -97,7 +117,8 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	w.hook("after-commit")
 	s.epoch.Store(&epoch)
 	s.kvCommitted(&b.q)
-	return results, handedRes, nil
+	s.queueCommitted(&b)
+	return results, b.handedRes, nil
 }
 
 // errCommit marks the error of a batch whose COMMIT failed: unlike an
@@ -118,6 +139,8 @@ func (b *batch) apply(o *op) (result, error) {
 		return b.kvDelete(o)
 	case opSweep:
 		return b.sweep()
+	case opWait:
+		return b.poll(o)
 	case opSync:
 		return result{}, nil
 	}
@@ -184,10 +207,21 @@ func (b *batch) acquire(o *op) (result, error) {
 			delay = b.s.lockDelay // the old rule: this opener's own option
 		}
 		if free := r.expires + delay; b.now < free {
-			return result{
-				err:       &lease.HeldError{Name: o.name, Owner: r.owner, Expires: b.render(free)},
-				untilFree: free - b.now,
-			}, nil
+			return b.held(o, r, free)
+		}
+	}
+	if fileQueue() {
+		// Free, perhaps by an expiry nobody acted on: the oldest live
+		// waiter comes first.
+		served, err := b.serve(o.name)
+		if err != nil {
+			return result{}, err
+		}
+		if served {
+			if r, _, err = b.row(o.name); err != nil {
+				return result{}, err
+			}
+			return b.held(o, r, r.expires+r.lockDelay)
 		}
 	}
 	if b.counter >= token.Max {
@@ -228,9 +262,9 @@ func (b *batch) grantFree(o *op) (bool, result, error) {
 	return true, result{grant: b.grant(o.name, r)}, nil
 }
 
-// held returns the row of the live lease on o.name held by o.holder with
+// holds returns the row of the live lease on o.name held by o.holder with
 // o.tok, or a result carrying ErrLost.
-func (b *batch) held(o *op, verb string) (row, *result, error) {
+func (b *batch) holds(o *op, verb string) (row, *result, error) {
 	r, found, err := b.row(o.name)
 	if err != nil {
 		return row{}, nil, err
@@ -242,7 +276,7 @@ func (b *batch) held(o *op, verb string) (row, *result, error) {
 }
 
 func (b *batch) renew(o *op) (result, error) {
-	r, lost, err := b.held(o, "renew")
+	r, lost, err := b.holds(o, "renew")
 	if lost != nil || err != nil {
 		return deref(lost), err
 	}
@@ -289,6 +323,11 @@ func (b *batch) sweep() (result, error) {
 	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now))
 	if err != nil {
 		return result{}, fmt.Errorf("sweep: %w", err)
+	}
+	// Waiters of other processes that stopped refreshing their rows (this
+	// process's own rows are its calls', alive or forgotten).
+	if _, err := b.s.w.sweepWaiters.ExecContext(b.ctx, int64(b.now), b.s.waiters.process()); err != nil {
+		return result{}, fmt.Errorf("sweep waiters: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return result{n: int(n)}, err

@@ -1,5 +1,7 @@
 package sqlite
 
+import "time"
+
 // Parked returns how many acquires wait in s's queue for name, for tests
 // that must know a waiter is queued before they release.
 func Parked(s *Store, name string) int {
@@ -42,3 +44,34 @@ var (
 	EpochOf        = epochOf
 	BoottimeOffset = boottimeOffset
 )
+
+// Waiting returns how many rows wait in the file's queue for name, of any
+// process (granted rows not counted).
+func Waiting(s *Store, name string) int {
+	var n int
+	if err := s.rdb.QueryRow("SELECT COUNT(*) FROM waiters WHERE name = ? AND token = 0", name).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// SetLegacyHandOver brings back (true) or removes (false) the old queue:
+// waiters in this process only. For the controls of the cross-process
+// waiter tests; not for parallel tests.
+func SetLegacyHandOver(on bool) { legacyHandOver.Store(on) }
+
+// SetLegacyDeadWaiters makes a hand-over serve expired waiters rows like
+// live ones (true), for the control of the dead-waiter test.
+func SetLegacyDeadWaiters(on bool) { legacyDeadWaiters.Store(on) }
+
+// SetNoWatch turns the change notification off (true): waiters of other
+// processes are found by their timers only.
+func SetNoWatch(on bool) { noWatch.Store(on) }
+
+// SetWaitFallback sets the longest backoff of a queued waiting Acquire
+// (zero: the default, 250 ms).
+func SetWaitFallback(d time.Duration) { waitFallbackOverride.Store(int64(d)) }
+
+// SetWaiterTTL sets how long a waiters row lives without a refresh (zero:
+// the default, 2 s); the waiting call refreshes it every quarter of that.
+func SetWaiterTTL(d time.Duration) { waiterTTLOverride.Store(int64(d)) }

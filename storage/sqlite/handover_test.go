@@ -26,6 +26,21 @@ func waitParked(t *testing.T, s *sqlite.Store, name string, n int) {
 	}
 }
 
+// waitInLine waits (polling, at most 10 s) until n acquires are queued for
+// name in this process and n rows wait in the file: the order of the rows
+// is the order in which the waiters are served.
+func waitInLine(t *testing.T, s *sqlite.Store, name string, n int) {
+	t.Helper()
+	waitParked(t, s, name, n)
+	deadline := time.Now().Add(10 * time.Second)
+	for sqlite.Waiting(s, name) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows wait for %q in the file, want %d", sqlite.Waiting(s, name), name, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 type waitResult struct {
 	holder string
 	grant  lease.Grant
@@ -65,7 +80,7 @@ func TestHandOverInOrder(t *testing.T) {
 	var waiters []<-chan waitResult
 	for i := 1; i <= 3; i++ {
 		waiters = append(waiters, startWaiter(ctx, s, "hot", fmt.Sprint("h", i)))
-		waitParked(t, s, "hot", i)
+		waitInLine(t, s, "hot", i)
 	}
 	holder, tok := "h0", first.Token
 	var order []string
@@ -102,9 +117,9 @@ func TestHandOverSkipsGone(t *testing.T) {
 	g := acquire(t, s, "hot", "h0", time.Minute)
 	goneCtx, cancel := context.WithCancel(ctx)
 	gone := startWaiter(goneCtx, s, "hot", "gone")
-	waitParked(t, s, "hot", 1)
+	waitInLine(t, s, "hot", 1)
 	next := startWaiter(ctx, s, "hot", "next")
-	waitParked(t, s, "hot", 2)
+	waitInLine(t, s, "hot", 2)
 	cancel()
 	if r := receive(t, gone); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("cancelled waiter: %v, want context.Canceled", r.err)

@@ -26,8 +26,9 @@ const (
 // the file: after it expires, every opener keeps the name unavailable that
 // long. If another holder has the name, Acquire waits up to req.Wait for it,
 // in a queue: a release in this process hands the name to the oldest
-// waiter in the release's own transaction. Expiry and releases by other
-// processes are found by a jittered backoff (10 ms growing to 250 ms).
+// waiter of any process sharing the file, in the release's own
+// transaction, and the waiters of every process are served in the order
+// they came (see acquireWait).
 //
 // Errors: lease.ErrInvalid (nothing is written), a *lease.HeldError
 // (lease.ErrHeld) when the name is still held after req.Wait, ErrExhausted,
@@ -45,30 +46,36 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 		res := s.submit(ctx, acquireOp(req))
 		return res.grant, res.err
 	}
+	if !fileQueue() {
+		return s.acquireWaitLegacy(ctx, req) // legacy_wait.go
+	}
+	return s.acquireWait(ctx, req)
+}
+
+// acquireWait is an Acquire that waits: its first try queues the call in the
+// file if the name is held (queue.go), and the call then waits for a
+// hand-over: answered directly by a release in this process, found by the
+// file watch or by its own next poll when another process granted it. The
+// polls (jittered backoff, 10 ms growing to 250 ms, sooner when the lease
+// expires) refresh the row and serve the queue after an expiry.
+func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	deadline := time.Now().Add(req.Wait)
 	sleep := waitFirstSleep
-	// Queue for the name before the first try, so that a release between a
-	// try and the wait hands the name over instead of going unseen, and stay
-	// queued (keeping the place) through every try of this call.
-	p := acquireOp(req)
+	// Park before the first try, so that a hand-over in the try's own batch
+	// (after it queued the row) finds the call.
+	p := parkedOp(req)
 	s.waiters.park(p)
+	defer func() { s.waiters.unpark(p) }()
+	try := acquireOp(req)
+	try.parked = p
 	for {
-		try := acquireOp(req)
-		try.parked = p
 		res := s.submit(ctx, try)
-		left := time.Until(deadline)
-		if !errors.Is(res.err, lease.ErrHeld) || left <= 0 {
+		if !errors.Is(res.err, lease.ErrHeld) || time.Until(deadline) <= 0 {
 			s.w.hook("acquire-answered")
-			if handed, ok := s.settle(ctx, p); ok && (handed.err == nil || !legacySettle.Load()) {
-				// A release handed p the name: its answer is this call's,
-				// the grant or an error whose outcome is unknown (ctx's,
-				// when it ended before the batch answered), never res's
-				// "held": that grant may be committed.
-				return handed.grant, handed.err
-			}
-			return res.grant, res.err
+			return s.endWait(ctx, p, req, res)
 		}
-		d := min(sleep/2+rand.N(sleep), left, res.untilFree+time.Millisecond)
+		left := time.Until(deadline)
+		d := min(sleep/2+rand.N(sleep), left, res.untilFree+time.Millisecond, waiterTTL()/4)
 		t := time.NewTimer(d)
 		select {
 		case <-p.done:
@@ -76,21 +83,75 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 			if p.res.err != errHandOverUndone {
 				return p.res.grant, p.res.err
 			}
-			p = acquireOp(req) // queue again, and try again at once
-			s.waiters.park(p)
-			continue
+			seq := p.row.Load()
+			p = parkedOp(req) // the row is still there: wait on
+			s.waiters.repark(p, seq)
+		case <-p.wake:
+			t.Stop()
+			if g := p.remote.Load(); p.state.CompareAndSwap(opPending, opAbandoned) {
+				s.forgetRow(p.row.Load())
+				return lease.Grant{Name: req.Name, Holder: req.Holder, Owner: req.Owner, Token: g.token,
+					TTL: req.TTL, Expires: s.render(g.expires)}, nil
+			}
+			return s.endWait(ctx, p, req, res)
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			if handed, ok := s.settle(ctx, p); ok {
 				return handed.grant, handed.err
 			}
+			// Another process may grant the row before it goes: the
+			// outcome is unknown, as ctx's error says.
+			s.forgetRow(p.row.Load())
 			return lease.Grant{}, ctx.Err()
 		case <-s.closing:
 			t.Stop()
 		}
-		sleep = min(2*sleep, waitMaxSleep)
+		sleep = min(2*sleep, waitFallback())
+		try = pollOp(req, p, time.Until(deadline) <= 0)
 	}
+}
+
+// endWait answers a waiting call whose last try or poll answered res: the
+// hand-over in this process if one took its parked op p, else res; a "held"
+// while the call's row is in the file is only said once a final poll has
+// withdrawn the row (another process may have granted it meanwhile).
+func (s *Store) endWait(ctx context.Context, p *op, req lease.AcquireRequest, res result) (lease.Grant, error) {
+	if handed, ok := s.settle(ctx, p); ok {
+		return handed.grant, handed.err
+	}
+	seq := p.row.Load()
+	if seq == 0 {
+		return res.grant, res.err
+	}
+	if !errors.Is(res.err, lease.ErrHeld) {
+		s.forgetRow(seq) // answered otherwise; the row, if any, goes
+		return res.grant, res.err
+	}
+	last := pollOp(req, nil, true)
+	last.seq = seq
+	r := s.submit(ctx, last)
+	if r.err != nil && !errors.Is(r.err, lease.ErrHeld) {
+		s.forgetRow(seq)
+	}
+	return r.grant, r.err
+}
+
+// parkedOp is the op a waiting Acquire parks: a hand-over answers it.
+func parkedOp(req lease.AcquireRequest) *op {
+	p := acquireOp(req)
+	p.wake = make(chan struct{}, 1)
+	return p
+}
+
+// pollOp is a queued call's turn (batch.poll); final withdraws the row.
+func pollOp(req lease.AcquireRequest, p *op, final bool) *op {
+	o := acquireOp(req)
+	o.kind, o.parked, o.final = opWait, p, final
+	if p != nil {
+		o.seq = p.row.Load()
+	}
+	return o
 }
 
 func acquireOp(req lease.AcquireRequest) *op {

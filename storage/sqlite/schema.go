@@ -17,7 +17,7 @@ import (
 var schemaFS embed.FS
 
 // schemaVersion is the newest version this program knows.
-const schemaVersion = 2
+const schemaVersion = 3
 
 func migration(v int) (string, error) {
 	b, err := schemaFS.ReadFile("schema/" + strconv.Itoa(v) + ".sql")
@@ -96,6 +96,10 @@ func (s *Store) syncEpoch(ctx context.Context, q querier) (string, error) {
 		res, err := q.ExecContext(ctx, "UPDATE leases SET expires_at = ? + ttl_ms * 1000000", int64(now))
 		if err != nil {
 			return "", fmt.Errorf("sqlite: restart leases in a new epoch: %w", err)
+		}
+		// Waiters rows likewise: their expiries are readings of the old clock.
+		if _, err := q.ExecContext(ctx, "UPDATE waiters SET expires_at = ?", int64(now+waiterTTL())); err != nil {
+			return "", fmt.Errorf("sqlite: restart waiters in a new epoch: %w", err)
 		}
 		if _, err := q.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'epoch'", epoch); err != nil {
 			return "", fmt.Errorf("sqlite: store epoch: %w", err)

@@ -32,6 +32,15 @@ var legacyLockDelay atomic.Bool
 // cached when the store last wrote, not with the file's.
 var legacyEpochCache atomic.Bool
 
+// legacyHandOver, set only by tests (the control of the cross-process
+// waiter tests), brings back the old queue: waiters parked in this process
+// only, handed the name by this process's releases, nothing in the file.
+var legacyHandOver atomic.Bool
+
+// fileQueue reports whether waiting acquires queue in the file (the rule)
+// rather than in this process only (the old rule, brought back by tests).
+func fileQueue() bool { return !legacyHandOver.Load() && !legacySettle.Load() }
+
 // writer is the writer goroutine's connection and its prepared statements:
 // a grant on a free name and a release are one statement each (a SELECT
 // comes first only when the name turns out to be held, and for renew),
@@ -55,6 +64,11 @@ type writer struct {
 	sweep                   *sql.Stmt // delete rows expired before a time
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
+
+	// The waiters queue (queue.go).
+	waitersOf, waiterRow, enqueue *sql.Stmt
+	dropWaiter, refreshWaiter     *sql.Stmt
+	markWaiter, sweepWaiters      *sql.Stmt
 }
 
 func (w *writer) prepare(ctx context.Context) error {
@@ -74,8 +88,10 @@ func (w *writer) prepare(ctx context.Context) error {
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
 				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8`},
 		// The row's own lock-delay decides, whichever opener granted it.
+		// No waiters row for the name: a queue, even of dead rows, goes by
+		// the slow path (queue.go).
 		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS (SELECT 1 FROM waiters WHERE name = ?1)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
 				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8
 			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= ?6`},
@@ -87,6 +103,15 @@ func (w *writer) prepare(ctx context.Context) error {
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
 		{&w.kvToken, "SELECT token FROM kv WHERE key = ?"},
+		{&w.waitersOf, `SELECT seq, holder, owner, ttl_ms, lock_delay_ms, process, expires_at
+			FROM waiters WHERE name = ? AND token = 0 ORDER BY seq`},
+		{&w.waiterRow, "SELECT token, lease_expires FROM waiters WHERE seq = ?"},
+		{&w.enqueue, `INSERT INTO waiters (name, holder, owner, ttl_ms, lock_delay_ms, process, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&w.dropWaiter, "DELETE FROM waiters WHERE seq = ?"},
+		{&w.refreshWaiter, "UPDATE waiters SET expires_at = ? WHERE seq = ? AND token = 0"},
+		{&w.markWaiter, "UPDATE waiters SET token = ?, lease_expires = ? WHERE seq = ?"},
+		{&w.sweepWaiters, "DELETE FROM waiters WHERE expires_at <= ? AND process <> ?"},
 	} {
 		st, err := w.conn.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -100,7 +125,8 @@ func (w *writer) prepare(ctx context.Context) error {
 func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
-		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken} {
+		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
+		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.refreshWaiter, w.markWaiter, w.sweepWaiters} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -24,6 +24,7 @@ const (
 	opSweep
 	opSync   // nothing but the epoch check every batch makes
 	opDelete // a fenced key's value (kv.go)
+	opWait   // a queued acquire's turn: its row's grant, refresh and hand-over (queue.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending
@@ -52,6 +53,18 @@ type op struct {
 	// but "held", the writer abandons it in the same batch, so that no
 	// later release hands the name to a call that already took effect.
 	parked *op
+	// seq is, for an opWait, the arrival sequence of the waiters row it
+	// polls; final, that the wait is over: the row is withdrawn (unless it
+	// was granted) and the acquire tried one last time.
+	seq   int64
+	final bool
+
+	// For a parked op (queue.go): row is the seq of its waiters row once a
+	// batch committed it (0 before); wake and remote carry a grant another
+	// process wrote into that row, found by the file watch.
+	row    atomic.Int64
+	wake   chan struct{}
+	remote atomic.Pointer[remoteGrant]
 
 	state atomic.Int32
 	done  chan struct{} // closed when res is set
@@ -63,6 +76,7 @@ type result struct {
 	grant     lease.Grant
 	n         int           // rows swept
 	untilFree time.Duration // for a held name: store-clock time until it may be free
+	seq       int64         // the waiters row a held try queued its call in (0: none)
 	err       error
 }
 
@@ -115,6 +129,7 @@ func (s *Store) submit(ctx context.Context, o *op) result {
 // to maxBatch, and commits them as one batch.
 func (s *Store) writeLoop() {
 	defer close(s.done)
+	defer s.stopWatch() // queue.go: before the read pool it uses closes
 	batch := make([]*op, 0, s.maxBatch)
 	last := 0 // the size of the previous batch
 	for {
