@@ -37,6 +37,7 @@ func runChild(mode string) int {
 	path := os.Getenv("PICKET_TEST_DB")
 	id := os.Getenv("PICKET_TEST_ID")
 	n, _ := strconv.Atoi(os.Getenv("PICKET_TEST_N"))
+	waiterSwitches() // waiters_child_test.go
 	s, err := sqlite.Open(path)
 	if err != nil {
 		fmt.Printf("error open: %v\n", err)
@@ -51,6 +52,8 @@ func runChild(mode string) int {
 		err = childAcquireRelease(ctx, s, mode, id, n)
 	case "grant-loop":
 		err = childGrantLoop(ctx, s, id)
+	case "hot", "wait-once":
+		err = waiterChild(ctx, s, mode, id, n) // waiters_child_test.go
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

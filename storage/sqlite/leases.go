@@ -60,7 +60,10 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 // expires) refresh the row and serve the queue after an expiry.
 func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	deadline := time.Now().Add(req.Wait)
-	sleep := waitFirstSleep
+	sleep := min(waitFirstSleep, waitFallback())
+	if waitFallbackOverride.Load() > 0 {
+		sleep = waitFallback() // a test's: no early polls either
+	}
 	// Park before the first try, so that a hand-over in the try's own batch
 	// (after it queued the row) finds the call.
 	p := parkedOp(req)
