@@ -20,7 +20,7 @@ import (
 )
 
 // child starts the test binary as a child process in mode.
-func child(t *testing.T, ctx context.Context, mode, path, id string, n int) *exec.Cmd {
+func child(t testing.TB, ctx context.Context, mode, path, id string, n int) *exec.Cmd {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 
 // startChild starts a waiter child (waiters_child_test.go) with extra
 // environment, and returns its output lines as they come.
-func startChild(t *testing.T, ctx context.Context, mode, path, id string, n int, env ...string) (*exec.Cmd, <-chan string) {
+func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int, env ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
 	cmd := child(t, ctx, mode, path, id, n)
 	cmd.Env = append(cmd.Env, env...)
@@ -52,7 +52,7 @@ func startChild(t *testing.T, ctx context.Context, mode, path, id string, n int,
 }
 
 // nextLine returns the child's next line, failing after 30 s.
-func nextLine(t *testing.T, lines <-chan string) string {
+func nextLine(t testing.TB, lines <-chan string) string {
 	t.Helper()
 	select {
 	case l, ok := <-lines:
