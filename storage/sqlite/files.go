@@ -281,8 +281,14 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 			}
 			wrote = true
 		}
-		if _, err := s.w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", picketAppID)); err != nil {
+		var app int64
+		if err := s.w.conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
 			return err
+		}
+		if app != picketAppID {
+			if _, err := s.w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", picketAppID)); err != nil {
+				return err
+			}
 		}
 		_, err = s.w.conn.ExecContext(ctx, "COMMIT")
 		return err
