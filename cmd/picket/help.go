@@ -22,6 +22,8 @@ Usage:
   picket ls      [-prefix P] [-json] [-db F | -server URL]
   picket get     -name N [-db F | -server URL]
   picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names distinct|hot|both] [-json] [-chart FILE.svg]
+  picket backup  [-db picket.db] OUT
+  picket restore -token-floor N BACKUP DB
   picket help
 
 Commands:

@@ -82,6 +82,7 @@ func commands() []command {
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
 		{"bench", "measure grant throughput", runBench},
+		{"backup", "write a consistent copy of a store, live or not (backup.go)", runBackup}, {"restore", "make a backup usable, above a token floor", runRestore},
 		{"help", "print this help", nil},
 	}
 }
