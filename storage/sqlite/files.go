@@ -204,10 +204,11 @@ func checkOwnFile(ctx context.Context, q *sql.Conn) error {
 }
 
 // quickCheck runs PRAGMA quick_check, which reads every page of the file
-// (about a second per GB on a local SSD; O(N), not the O(N log N) of
-// integrity_check) and checks each b-tree page's structure, so a file with
-// corrupt pages is refused at open instead of answering until a grant
-// touches the bad page.
+// and checks each b-tree page's structure (O(N), not the O(N log N) of
+// integrity_check), so a file with corrupt pages is refused at open instead
+// of answering until a grant touches the bad page. It costs one read of the
+// file: on a 2-core machine about 35 ms per MB (a 111 MB file of a million
+// leases: 3.6-4.5 s); a store of ten thousand leases is a megabyte or two.
 func quickCheck(ctx context.Context, q *sql.Conn) error {
 	if !checking(checkCorrupt) {
 		return nil
