@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/peterbourgon/ff/v3"
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
@@ -56,7 +57,7 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 			}
 			opts = append(opts, httpapi.WithAuthToken(tok))
 		}
-		c, err := httpapi.NewClient(f.server, opts...)
+		c, err := httpapi.NewClient(serverURL(f.server), opts...)
 		if err != nil {
 			return nil, usagef("-server: %v", err)
 		}
@@ -82,6 +83,15 @@ func (f *storeFlags) with(fs *flag.FlagSet, do func(store) error) error {
 	return do(s)
 }
 
+// serverURL turns a bare host:port, as people type it, into the server's
+// URL: "localhost:7070" means "http://localhost:7070".
+func serverURL(s string) string {
+	if strings.Contains(s, "://") {
+		return s
+	}
+	return "http://" + s
+}
+
 // remote adapts the HTTP client, which holds nothing to close.
 type remote struct{ *httpapi.Client }
 
@@ -101,15 +111,35 @@ func readAuthToken(path string) (string, error) {
 	return tok, nil
 }
 
-// parse parses args into fs, mapping flag errors to usage errors. Positional
-// arguments are refused unless allowArgs.
+// envPrefix names the environment variables that stand in for flags:
+// -auth-token-file can come from PICKET_AUTH_TOKEN_FILE, -db from PICKET_DB.
+const envPrefix = "PICKET"
+
+// parse parses args into fs, mapping flag errors to usage errors. A flag not
+// on the command line is taken from its environment variable (PICKET_ and
+// the flag's name in capitals, dashes as underscores), if set: the command
+// line wins. Positional arguments are refused unless allowArgs.
 func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
-	if err := fs.Parse(args); err != nil {
-		// The flag package has printed the error (or -h's usage) already.
+	// The flag package calls Usage after printing a command-line error; an
+	// error in an environment variable comes back unprinted.
+	printed, usage := false, fs.Usage
+	fs.Usage = func() {
+		printed = true
+		if usage != nil {
+			usage()
+			return
+		}
+		fmt.Fprintf(fs.Output(), "Usage of %s:\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(envPrefix)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return &exitStatus{code: exitOK}
 		}
-		return &exitStatus{code: exitUsage}
+		if printed {
+			return &exitStatus{code: exitUsage}
+		}
+		return usagef("%s: %v", fs.Name(), err)
 	}
 	if !allowArgs && fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))

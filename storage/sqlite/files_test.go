@@ -244,7 +244,7 @@ func readOnlyChild() int {
 // says ok and the grant is refused as unavailable — what the check
 // prevents.
 func TestFilesReadOnly(t *testing.T) {
-	requireRoot(t)
+	requireRoot(t, "a read-only mount in a private mount namespace, chattr +i")
 	t.Run("read-only mount", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "mnt")
 		if err := os.Mkdir(dir, 0o700); err != nil {

@@ -173,19 +173,6 @@ func (c *walChild) granted() token.Token {
 	return 0
 }
 
-// requireRoot skips a test that needs root (mounts, namespaces) when the
-// process is not root, unless PICKET_REQUIRE_ROOT=1: then it fails.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("PICKET_REQUIRE_ROOT") == "1" {
-		t.Fatal("this test needs root (PICKET_REQUIRE_ROOT=1)")
-	}
-	t.Skip("needs root: mount namespaces and bind mounts")
-}
-
 // wantOtherWAL fails unless err is Open's refusal of a second WAL, saying
 // what to do.
 func wantOtherWAL(t *testing.T, err error) {
@@ -316,7 +303,7 @@ func TestOneWALSymlink(t *testing.T) {
 // directory bind-mounted works and sees the lease. Control: with the proof
 // off, the single-file mount grants a held name with a duplicate token.
 func TestOneWALBindMount(t *testing.T) {
-	requireRoot(t)
+	requireRoot(t, "mount namespaces and bind mounts")
 	setup := func(t *testing.T) (host, ctr string) {
 		dir := t.TempDir()
 		host, ctr = filepath.Join(dir, "host"), filepath.Join(dir, "ctr")

@@ -28,6 +28,8 @@ type Store struct {
 	busy      time.Duration
 	maxBatch  int
 	batchHook func(int, time.Duration)
+	quota     Quota   // quota.go
+	kvCache   kvCache // the writer goroutine's only
 
 	wdb   *sql.DB // one connection, the writer's
 	rdb   *sql.DB // query-only pool
@@ -39,7 +41,8 @@ type Store struct {
 	done    chan struct{} // closed when the writer goroutine has returned
 	closed  sync.Once
 
-	failure atomic.Pointer[FailedError] // set once, when the store fails closed
+	failure atomic.Pointer[FailedError]  // set once, when the store fails closed
+	lastErr atomic.Pointer[writeFailure] // the last batch's failure; nil after a write commits (health.go)
 	waiters hub
 
 	real      string      // the path SQLite opens: symbolic links resolved
@@ -83,6 +86,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		busy:      cfg.busyTimeout,
 		maxBatch:  cfg.maxBatch,
 		batchHook: cfg.batchHook,
+		quota:     cfg.quota,
 		floor:     cfg.tokenFloor,
 		ops:       make(chan *op, cfg.maxBatch),
 		closing:   make(chan struct{}),
@@ -211,27 +215,6 @@ func (s *Store) closeDBs() error {
 	}
 	if first != nil {
 		return fmt.Errorf("sqlite: close %s: %w", s.path, first)
-	}
-	return nil
-}
-
-// Health returns nil when the store answers a read and has not failed
-// closed. Errors: a *FailedError (matching lease.ErrUnavailable) after a
-// failed commit, ErrClosed, or the error of the read.
-func (s *Store) Health(ctx context.Context) error {
-	if f := s.failure.Load(); f != nil {
-		return f
-	}
-	select {
-	case <-s.closing:
-		return ErrClosed
-	default:
-	}
-	var n int64
-	if err := s.read(ctx, "health", func() error {
-		return s.rdb.QueryRowContext(ctx, "SELECT value FROM counter WHERE id = 1").Scan(&n)
-	}); err != nil {
-		return fmt.Errorf("sqlite: health: %w", err)
 	}
 	return nil
 }
