@@ -322,14 +322,20 @@ func (s *Store) leave() error {
 		s.rdb.Close() // readers would hold the checkpoint back
 		s.rdb = nil
 	}
-	if s.failure.Load() == nil && s.w != nil && gate {
+	if s.w != nil && gate {
+		// Even after failing closed: SQLite's own last close checkpoints
+		// and deletes the -wal when it can, and a mark naming a deleted
+		// -wal would refuse the next Open. The mark says nothing about
+		// tokens, so removing it is safe whatever state the file is in.
 		ctx := context.Background()
 		if s.m.last() && checking(checkInUse) {
 			if _, err := s.w.conn.ExecContext(ctx, "DELETE FROM meta WHERE key = ?", metaInUse); err != nil {
 				level.Info(s.logger).Log("msg", "could not remove the in-use mark", "err", err, "path", s.path)
 			}
 		}
-		s.checkpoint(ctx)
+		if s.failure.Load() == nil {
+			s.checkpoint(ctx)
+		}
 	}
 	return s.closeDBs()
 }

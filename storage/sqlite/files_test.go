@@ -286,8 +286,9 @@ func TestFilesReadOnly(t *testing.T) {
 			}
 			defer s2.Close()
 			ctx := ctxT(t)
+			herr := s2.Health(ctx) // before any write: the file opened and says healthy
 			_, aerr := s2.Acquire(ctx, lease.AcquireRequest{Name: "other", Holder: "h", TTL: time.Minute})
-			if herr := s2.Health(ctx); herr != nil || !errors.Is(aerr, lease.ErrUnavailable) {
+			if herr != nil || !errors.Is(aerr, lease.ErrUnavailable) {
 				t.Fatalf("control not caught: Health = %v, Acquire = %v; want ok and unavailable", herr, aerr)
 			}
 			t.Logf("control: with the check off the immutable file opened, Health ok, Acquire: %v", aerr)
