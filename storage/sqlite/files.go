@@ -31,6 +31,11 @@ var (
 	// closed on corruption (so Health can say why).
 	ErrCorrupt = errors.New("sqlite: the database file is corrupt")
 
+	// ErrNotPrivate is returned by Open for a database, -wal or -shm that
+	// other users may read and that Open could not make private (it
+	// belongs to another user): they hold the holders' secrets.
+	ErrNotPrivate = errors.New("sqlite: the database files are open to other users")
+
 	// ErrCopyInUse is returned by Open for a file that was last open with a
 	// WAL which is not beside it: it was copied or moved while in use (or
 	// its -wal was lost), so its newest grants may be missing. Open the
@@ -146,8 +151,8 @@ func (s *Store) tightenModes(real string) error {
 			continue
 		}
 		if err := os.Chmod(p, mode&^0o077); err != nil {
-			return fmt.Errorf("%s has mode %#o, open to other users, and it holds the holders' secrets: "+
-				"picket could not make it private (%v); run chmod 600 on the database and its -wal and -shm", p, mode, err)
+			return fmt.Errorf("%w: %s has mode %#o, and it holds the holders' secrets: "+
+				"picket could not make it private (%v); run chmod 600 on the database and its -wal and -shm", ErrNotPrivate, p, mode, err)
 		}
 		level.Warn(s.logger).Log("msg", "the file was open to other users: made it private", "path", p,
 			"from", fmt.Sprintf("%#o", mode), "to", fmt.Sprintf("%#o", mode&^0o077))

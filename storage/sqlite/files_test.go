@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +91,52 @@ func TestFilesPrivate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFilesPrivateNotOwner: a database open to others that the opener
+// cannot make private (it belongs to another user) is refused, saying what
+// to run; nothing is granted from it.
+func TestFilesPrivateNotOwner(t *testing.T) {
+	requireRoot(t, "a child running as another user")
+	dir := t.TempDir()
+	for d := dir; d != filepath.Dir(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+		if d == os.TempDir() {
+			break
+		}
+		if err := os.Chmod(d, 0o777); err != nil { // let the other user in
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "picket.db")
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o666)
+	// The other user cannot reach the test binary in the build cache: run a
+	// copy it may execute.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "sqlite.test")
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := child(t, t.Context(), "wal-hold", path, "nobody", 0)
+	cmd.Path, cmd.Args[0] = cp, cp
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.Output()
+	got := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(got, "open-error not-private") || !strings.Contains(got, "chmod 600") {
+		t.Fatalf("a child of another user printed %q (%v); want open-error not-private saying chmod 600", got, err)
+	}
+	t.Logf("%s", got)
 }
 
 // TestFilesNotPicket: another application's SQLite file is refused with
