@@ -371,3 +371,13 @@ func setImmutable(t *testing.T, path string) {
 
 // fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h, which x/sys/unix lacks.
 const fsImmutableFL = 0x00000010
+
+// TestOpenNoSuchDirectory: an Open that fails before it reaches the file
+// returns its error (it once panicked leaving a file it had not entered).
+func TestOpenNoSuchDirectory(t *testing.T) {
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "no", "such", "dir", "picket.db"))
+	if err == nil {
+		s.Close()
+		t.Fatal("Open in a missing directory succeeded")
+	}
+}
