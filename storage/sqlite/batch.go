@@ -69,6 +69,10 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		if results[i], err = b.apply(o); err != nil {
 			return nil, nil, err
 		}
+		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) && !legacySettle.Load() {
+			// The call is answered by this try: one call, one effect.
+			o.parked.state.CompareAndSwap(opPending, opAbandoned)
+		}
 		if o.kind != opRelease || results[i].err != nil {
 			continue
 		}

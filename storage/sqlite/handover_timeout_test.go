@@ -147,3 +147,71 @@ func TestHandOverAtDeadlineControl(t *testing.T) {
 	}
 	t.Logf("caught: %v", err)
 }
+
+// oneEffectRun makes the race of the lead's failed "sweeping with
+// lock-delay" run happen on purpose: holder h's waiting Acquire finds h
+// already holding the name and extends it (its one effect, which a Get
+// sees); before the call returns, another caller with the same holder
+// releases the lease. It returns the Acquire's answer and what Get says
+// after the release.
+func oneEffectRun(t *testing.T) (waitResult, error) {
+	t.Helper()
+	s := mustOpen(t)
+	ctx := ctxT(t)
+	first := acquire(t, s, "job", "h", time.Minute)
+
+	var armed atomic.Bool
+	answered, proceed := make(chan struct{}), make(chan struct{})
+	sqlite.SetStoreHook(s, func(point string) {
+		if point == "acquire-answered" && armed.CompareAndSwap(true, false) {
+			close(answered)
+			<-proceed
+		}
+	})
+	t.Cleanup(func() { sqlite.SetStoreHook(s, nil) })
+	armed.Store(true)
+	out := make(chan waitResult, 1)
+	go func() {
+		g, err := s.Acquire(ctx, lease.AcquireRequest{Name: "job", Holder: "h", Owner: "owner-h", TTL: 2 * time.Minute, Wait: time.Minute})
+		out <- waitResult{"h", g, err}
+	}()
+	<-answered
+	info, err := s.Get(ctx, "job")
+	if err != nil || info.Token != first.Token || info.TTL != 2*time.Minute {
+		t.Fatalf("Get after the waiting Acquire's try = %+v, %v; want token %d extended to 2m", info, err, first.Token)
+	}
+	if err := s.Release(ctx, "job", "h", first.Token); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	close(proceed)
+	r := receive(t, out)
+	_, err = s.Get(ctx, "job")
+	return r, err
+}
+
+// TestAcquireOneEffect: a waiting Acquire whose try took effect (the same
+// holder's lease extended) is not handed the name again by a release
+// before it returns: one call, one effect. It returns the extended grant,
+// and the release leaves the name free.
+func TestAcquireOneEffect(t *testing.T) {
+	r, err := oneEffectRun(t)
+	if r.err != nil || r.grant.Token != 1 {
+		t.Fatalf("the waiting Acquire answered token %d, %v; want token 1 (its extension)", r.grant.Token, r.err)
+	}
+	if !errors.Is(err, lease.ErrNotFound) {
+		t.Fatalf("Get after the release: %v; want not found (nobody else asked for the name)", err)
+	}
+}
+
+// TestAcquireOneEffectControl: with the old Acquire (a test switch), the
+// call took two effects: the extension a Get saw, then a fresh grant handed
+// over by the release.
+func TestAcquireOneEffectControl(t *testing.T) {
+	sqlite.SetLegacySettle(true)
+	t.Cleanup(func() { sqlite.SetLegacySettle(false) })
+	r, err := oneEffectRun(t)
+	if r.err == nil && r.grant.Token == 1 && errors.Is(err, lease.ErrNotFound) {
+		t.Fatal("the old Acquire took one effect: the control did not reproduce the double effect")
+	}
+	t.Logf("caught: the call answered token %d (%v) after its extension of token 1 was seen; Get after the release: %v", r.grant.Token, r.err, err)
+}

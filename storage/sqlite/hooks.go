@@ -7,6 +7,8 @@ package sqlite
 //	"after-commit":  COMMIT returned, no caller of the batch answered yet;
 //	"handing-over":  the batch's callers are answered, the acquires a
 //	                 release handed the name to are not yet.
+//	"acquire-answered": (not the writer's) a waiting Acquire's try was
+//	                 answered, the call is about to settle its parked op.
 //
 // The crash tests kill the process there. Tests in one process set a hook
 // on one store instead (SetStoreHook in export_test.go).

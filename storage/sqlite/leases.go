@@ -53,9 +53,12 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	p := acquireOp(req)
 	s.waiters.park(p)
 	for {
-		res := s.submit(ctx, acquireOp(req))
+		try := acquireOp(req)
+		try.parked = p
+		res := s.submit(ctx, try)
 		left := time.Until(deadline)
 		if !errors.Is(res.err, lease.ErrHeld) || left <= 0 {
+			s.w.hook("acquire-answered")
 			if handed, ok := s.settle(ctx, p); ok && (handed.err == nil || !legacySettle.Load()) {
 				// A release handed p the name: its answer is this call's,
 				// the grant or an error whose outcome is unknown (ctx's,
@@ -108,7 +111,9 @@ var errHandOverUndone = errors.New("sqlite: hand-over rolled back")
 // into a batch, and the holder's next Acquire gets it back. An answer that
 // has already arrived wins over an ended ctx.
 func (s *Store) settle(ctx context.Context, p *op) (result, bool) {
-	if p.state.CompareAndSwap(opPending, opAbandoned) {
+	if p.state.CompareAndSwap(opPending, opAbandoned) || p.state.Load() == opAbandoned {
+		// Abandoned here, or by the writer when a try of this call took
+		// effect: no release can hand it the name any more.
 		s.waiters.unpark(p)
 		return result{}, false
 	}

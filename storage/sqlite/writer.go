@@ -47,6 +47,11 @@ type op struct {
 	value  []byte
 
 	lockDelay time.Duration // an acquire's: kept with the lease it grants
+	// parked is, for a try of an Acquire that waits, the acquire op that
+	// call keeps parked for a hand-over: once a try is answered anything
+	// but "held", the writer abandons it in the same batch, so that no
+	// later release hands the name to a call that already took effect.
+	parked *op
 
 	state atomic.Int32
 	done  chan struct{} // closed when res is set
