@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
@@ -22,16 +23,20 @@ const etcdPrefix = "picket-peers/"
 // with concurrency.Session and concurrency.Mutex. label names the cluster in
 // the table ("etcd-1", "etcd-3").
 func EtcdTarget(label string, endpoints []string) Target {
-	members := "1 member"
+	members, short := "1 member", "durable: raft fsync, 1 member"
 	if n := len(endpoints); n > 1 {
 		members = fmt.Sprintf("%d members, a majority fsyncs", n)
+		short = fmt.Sprintf("durable: raft fsync, majority of %d", n)
 	}
 	return Target{
 		Name:       label,
 		Durable:    true,
 		Durability: "durable: raft log fsync before the reply (" + members + ", all on this machine's disk)",
+		Short:      short,
 		Open: func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
-			c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Context: context.Background()})
+			// The client's own log (a warning for each call the end of a
+			// step cancels) would drown the progress lines.
+			c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 			if err != nil {
 				return nil, "", nil, fmt.Errorf("etcd %v: %w", endpoints, err)
 			}

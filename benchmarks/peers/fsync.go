@@ -18,7 +18,9 @@ func FsyncFloor(dir string) Target {
 	return Target{
 		Name:       "fsync-floor",
 		Durable:    true,
-		Durability: "the floor: 4 KiB pwrite + fdatasync, one client",
+		Durability: "the floor of every durable row: 4 KiB pwrite + fdatasync, one client",
+		Short:      "baseline: one fdatasync",
+		Baseline:   true,
 		Measure: func(ctx context.Context, d time.Duration, ops int64) (benchmarks.Row, error) {
 			f, err := os.CreateTemp(dir, "fsync-floor-")
 			if err != nil {

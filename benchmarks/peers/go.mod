@@ -5,10 +5,12 @@ go 1.26.0
 replace github.com/picketlock/picket => ../..
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/picketlock/picket v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
+	go.uber.org/zap v1.27.1
 	golang.org/x/sys v0.50.0
 )
 
@@ -38,7 +40,6 @@ require (
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.27.1 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

@@ -23,6 +23,7 @@ func PicketEmbedded(dir string) Target {
 		Name:       "picket-embedded",
 		Durable:    true,
 		Durability: picketDurability,
+		Short:      "durable: fsync, group commit",
 		Open: func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
 			d, err := os.MkdirTemp(dir, "picket-embedded-")
 			if err != nil {
@@ -52,6 +53,7 @@ func PicketHTTP(baseURL string, pid int) Target {
 		Name:       "picket-http",
 		Durable:    true,
 		Durability: picketDurability + "; over HTTP on loopback, server in its own process",
+		Short:      "durable: fsync, group commit",
 		Pid:        pid,
 		Open: func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
 			hc, closeIdle := httpClient(clients)

@@ -48,12 +48,14 @@ DELETE FROM picket_peers_leases WHERE name = $1 AND holder = $2 AND token = $3 A
 // whose fsync is off.
 func PostgresTarget(dsn string, syncCommit bool) Target {
 	t := Target{Name: "postgres-sync-on", Durable: true,
-		Durability: "durable: synchronous_commit on (WAL fsync before the reply)"}
+		Durability: "durable: synchronous_commit on (WAL fsync before the reply)",
+		Short:      "durable: synchronous_commit on"}
 	setting := "on"
 	if !syncCommit {
 		setting = "off"
 		t = Target{Name: "postgres-sync-off",
-			Durability: "NOT durable: synchronous_commit off (the last commits are lost on a crash; tokens can repeat)"}
+			Durability: "NOT durable: synchronous_commit off (the last commits are lost on a crash; tokens can repeat)",
+			Short:      "NOT durable: synchronous_commit off"}
 	}
 	t.Open = func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
 		cfg, err := pgxpool.ParseConfig(dsn)

@@ -38,8 +38,10 @@ func RedisTarget(addr, fsync string) Target {
 	}
 	if t.Durable {
 		t.Durability = "durable: AOF, appendfsync always (fsync before the reply)"
+		t.Short = "durable: appendfsync always"
 	} else {
 		t.Durability = "NOT durable: AOF, appendfsync " + fsync + " (about 1 s of grants lost on power loss; tokens can repeat)"
+		t.Short = "NOT durable: appendfsync " + fsync
 	}
 	t.Open = func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: clients + 4, MinIdleConns: clients})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,28 +13,25 @@ import (
 	"github.com/picketlock/picket/benchmarks"
 )
 
-// WriteMarkdown writes results as a markdown table, one line per step, the
-// durability on every line; steps that failed come last with their error.
+// WriteMarkdown writes results as a markdown table, one line per step with
+// its durability in a few words, then a legend: each system's version and
+// durability in full, what the workloads measure, and the first error of
+// each step that had errors. Targets that failed come last in the table.
 func WriteMarkdown(w io.Writer, results []Result) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "| system | durability | workload | clients | rate | p50 ms | p99 ms | errors | server CPU µs/request |")
 	fmt.Fprintln(bw, "|---|---|---|---:|---:|---:|---:|---:|---:|")
-	var failed []Result
+	var failed, systems []Result
 	var notes []string
 	for _, r := range results {
+		if !slices.ContainsFunc(systems, func(o Result) bool { return o.Target == r.Target }) {
+			systems = append(systems, r)
+		}
 		if r.Err != nil {
 			failed = append(failed, r)
 			continue
 		}
 		rate, unit := Rate(r)
-		name := r.Target
-		if r.Version != "" {
-			name += " (" + r.Version + ")"
-		}
-		durability := r.Durability
-		if !r.Durable {
-			durability = "**" + durability + "**"
-		}
 		cpu := ""
 		if r.ServerCPU > 0 {
 			cpu = strconv.FormatFloat(float64(r.ServerCPU)/float64(time.Microsecond), 'f', 1, 64)
@@ -44,11 +42,23 @@ func WriteMarkdown(w io.Writer, results []Result) error {
 			errs += fmt.Sprintf(" [%d]", len(notes))
 		}
 		fmt.Fprintf(bw, "| %s | %s | %s | %d | %s %s | %s | %s | %s | %s |\n",
-			cell(name), cell(durability), r.Names, r.Clients, Thousands(rate), unit, ms3(r.P50), ms3(r.P99), errs, cpu)
+			cell(r.Target), shortDurability(r), r.Names, r.Clients, Thousands(rate), unit, ms3(r.P50), ms3(r.P99), errs, cpu)
 	}
 	for _, r := range failed {
-		fmt.Fprintf(bw, "| %s | %s | — | — | **failed**: %s | | | | |\n", cell(r.Target), cell(r.Durability), cell(r.Err.Error()))
+		fmt.Fprintf(bw, "| %s | %s | — | — | **failed**: %s | | | | |\n", cell(r.Target), shortDurability(r), cell(r.Err.Error()))
 	}
+	fmt.Fprintln(bw)
+	for _, r := range systems {
+		v := ""
+		if r.Version != "" {
+			v = " (" + cell(r.Version) + ")"
+		}
+		fmt.Fprintf(bw, "- **%s**%s: %s.\n", cell(r.Target), v, cell(r.Durability))
+	}
+	fmt.Fprintf(bw, "- Workloads: *distinct*, %s: cycles/s, p50/p99 of the acquire; *fresh*, %s: grants/s, p50/p99 of the acquire; "+
+		"*hot*, %s: hand-overs/s, p50/p99 from a release being sent to the next grant (Redis and PostgreSQL cannot wait: their clients poll every 1–2 ms). "+
+		"Server CPU is the server process's user+system time over the step's requests (a cycle is two), for single-process servers.\n",
+		benchmarks.Describe(benchmarks.Distinct), benchmarks.Describe(benchmarks.Fresh), benchmarks.Describe(benchmarks.Hot))
 	if len(notes) > 0 {
 		fmt.Fprintln(bw)
 		for i, n := range notes {
@@ -56,6 +66,22 @@ func WriteMarkdown(w io.Writer, results []Result) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// shortDurability is a row's durability cell: bold when it is not durable.
+func shortDurability(r Result) string {
+	s := cell(cmpOr(r.Short, r.Durability))
+	if !r.Durable && !r.Baseline {
+		s = "**" + s + "**"
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // cell makes s safe inside a markdown table cell.
@@ -89,7 +115,14 @@ func Thousands(v float64) string {
 
 // The chart's geometry, in SVG user units.
 const (
-	barH, barGap, labelW, barAreaW, valueW = 16, 4, 230, 480, 120
+	barH, barGap, labelW, barAreaW, valueW = 16, 4, 300, 440, 140
+)
+
+// The chart's colours.
+const (
+	colorPicket   = "#d62728"
+	colorPeer     = "#1f77b4"
+	colorBaseline = "#aaaaaa"
 )
 
 // WriteChart draws results as horizontal bars, one section per workload:
@@ -98,10 +131,8 @@ const (
 // and labelled so.
 func WriteChart(w io.Writer, title string, results []Result) error {
 	type bar struct {
-		label          string
-		rate           float64
-		unit           string
-		durable, fixed bool
+		label, unit, fill string
+		rate              float64
 	}
 	type section struct {
 		head string
@@ -137,12 +168,18 @@ func WriteChart(w io.Writer, title string, results []Result) error {
 		}
 		rate, unit := Rate(r)
 		label := fmt.Sprintf("%s, %d clients", r.Target, r.Clients)
-		if !r.Durable && r.Names != "fsync" && !strings.HasPrefix(r.Durability, "no storage") {
-			label += " (not durable)"
+		fill := colorPeer
+		switch {
+		case r.Baseline:
+			fill = colorBaseline
+		case !r.Durable:
+			fill, label = "url(#hatch)", label+" (not durable)"
+		case strings.HasPrefix(r.Target, "picket"):
+			fill = colorPicket
 		}
-		sections[i].bars = append(sections[i].bars, bar{label: label, rate: rate, unit: unit, durable: r.Durable})
+		sections[i].bars = append(sections[i].bars, bar{label: label, rate: rate, unit: unit, fill: fill})
 	}
-	height := 50
+	height := 76
 	for _, s := range sections {
 		height += 34 + len(s.bars)*(barH+barGap)
 	}
@@ -153,8 +190,12 @@ func WriteChart(w io.Writer, title string, results []Result) error {
 <defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="3"/></pattern></defs>
 <rect width="100%%" height="100%%" fill="white"/>
 <text x="10" y="24" font-size="15" font-weight="bold">%s</text>
-`, width, height, width, height, esc(title))
-	y := 50
+<rect x="10" y="38" width="14" height="12" fill="%s"/><text x="30" y="49">picket</text>
+<rect x="90" y="38" width="14" height="12" fill="%s"/><text x="110" y="49">durable peer</text>
+<rect x="210" y="38" width="14" height="12" fill="url(#hatch)" stroke="#555" stroke-width="0.5"/><text x="230" y="49">not durable</text>
+<rect x="320" y="38" width="14" height="12" fill="%s"/><text x="340" y="49">baseline (fsync floor, trivial HTTP handler)</text>
+`, width, height, width, height, esc(title), colorPicket, colorPeer, colorBaseline)
+	y := 66
 	for _, s := range sections {
 		top := 0.0
 		for _, b := range s.bars {
@@ -168,18 +209,11 @@ func WriteChart(w io.Writer, title string, results []Result) error {
 			if top > 0 {
 				wpx = float64(barAreaW) * b.rate / top
 			}
-			fill := "#1f77b4"
-			switch {
-			case strings.HasPrefix(b.label, "picket"):
-				fill = "#d62728"
-			case !b.durable:
-				fill = "url(#hatch)"
-			}
 			fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="end">%s</text>
 <rect x="%d" y="%d" width="%.1f" height="%d" fill="%s" stroke="#555" stroke-width="0.5"><title>%s: %s %s</title></rect>
 <text x="%.1f" y="%d">%s %s</text>
 `, labelW-6, y+barH-4, esc(b.label),
-				labelW, y, wpx, barH, fill, esc(b.label), Thousands(b.rate), esc(b.unit),
+				labelW, y, wpx, barH, b.fill, esc(b.label), Thousands(b.rate), esc(b.unit),
 				float64(labelW)+wpx+6, y+barH-4, Thousands(b.rate), esc(b.unit))
 			y += barH + barGap
 		}

@@ -42,10 +42,10 @@ type Config struct {
 
 // A Result is one row of the table: one step of one target.
 type Result struct {
-	Target     string
-	Durability string
-	Durable    bool
-	Version    string
+	Target            string
+	Durability, Short string
+	Durable, Baseline bool
+	Version           string
 	benchmarks.Row
 
 	// ServerCPU is the server process's CPU time (user + system) per
@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 				return out, ctx.Err()
 			}
 			fmt.Fprintf(progress, "[%7.1fs]   %s failed: %v\n", time.Since(start).Seconds(), t.Name, err)
-			out = append(out, Result{Target: t.Name, Durability: t.Durability, Durable: t.Durable, Err: err})
+			out = append(out, Result{Target: t.Name, Durability: t.Durability, Short: t.Short, Durable: t.Durable, Baseline: t.Baseline, Err: err})
 		}
 	}
 	return out, nil
@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 
 // runTarget runs one target's steps.
 func runTarget(ctx context.Context, t Target, clients []int, workloads []string, d time.Duration, maxOps int64, report func(Result)) ([]Result, error) {
-	base := Result{Target: t.Name, Durability: t.Durability, Durable: t.Durable}
+	base := Result{Target: t.Name, Durability: t.Durability, Short: t.Short, Durable: t.Durable, Baseline: t.Baseline}
 	if t.Measure != nil {
 		row, err := t.Measure(ctx, d, maxOps)
 		if err != nil {

@@ -19,8 +19,13 @@ type Target struct {
 	// ("redis-always", "picket-http", ...).
 	Name string
 
-	// Durability says on every row what an acknowledged grant survives.
-	Durability string
+	// Durability says what an acknowledged grant survives, in full (the
+	// legend under the table); Short says it in a few words on every row.
+	Durability, Short string
+
+	// Baseline marks the rows that frame the others (the fsync floor, the
+	// trivial HTTP handler) rather than a lock service.
+	Baseline bool
 
 	// Durable is false for rows that must be read as "not durable".
 	Durable bool

@@ -38,6 +38,8 @@ func TrivialTarget(baseURL string, pid int) Target {
 	return Target{
 		Name:       "trivial-http",
 		Durability: "no storage: a trivial net/http handler (the ceiling of HTTP here)",
+		Short:      "baseline: no storage",
+		Baseline:   true,
 		Workloads:  []string{benchmarks.Distinct, benchmarks.Fresh},
 		Pid:        pid,
 		Open: func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {

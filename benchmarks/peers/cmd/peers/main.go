@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	trivialURL := fs.String("trivial", "", "`URL` of a \"peers trivial\" process")
 	trivialPid := fs.Int("trivial-pid", 0, "`pid` of that process")
 	only := fs.String("only", "", "run only these targets, comma-separated (names as in the table)")
+	redisPid := fs.Int("redis-pid", 0, "`pid` of the Redis server (server CPU per request)")
+	etcd1Pid := fs.Int("etcd1-pid", 0, "`pid` of the one-member etcd (server CPU per request)")
+	command := fs.String("command", "", "the command line to print above the table (run.sh passes its own)")
 	noEmbedded := fs.Bool("no-embedded", false, "leave out picket embedded and the fsync floor")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -115,10 +118,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		targets = append(targets, peers.TrivialTarget(*trivialURL, *trivialPid))
 	}
 	if *redisAddr != "" {
-		targets = append(targets, peers.RedisTarget(*redisAddr, "always"), peers.RedisTarget(*redisAddr, "everysec"))
+		for _, fsync := range []string{"always", "everysec"} {
+			t := peers.RedisTarget(*redisAddr, fsync)
+			t.Pid = *redisPid
+			targets = append(targets, t)
+		}
 	}
 	if *etcd1 != "" {
-		targets = append(targets, peers.EtcdTargets("etcd-1", peers.SplitEndpoints(*etcd1))...)
+		for _, t := range peers.EtcdTargets("etcd-1", peers.SplitEndpoints(*etcd1)) {
+			t.Pid = *etcd1Pid
+			targets = append(targets, t)
+		}
 	}
 	if *etcd3 != "" {
 		targets = append(targets, peers.EtcdTargets("etcd-3", peers.SplitEndpoints(*etcd3))...)
@@ -143,7 +153,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	meta := describeMachine(dir)
-	meta.Command = "benchmarks/peers/run.sh " + strings.Join(args, " ")
+	meta.Command = *command
+	if meta.Command == "" {
+		meta.Command = strings.Join(append([]string{"peers"}, args...), " ")
+	}
 	meta.Quick = *quick
 	meta.Start = time.Now().UTC()
 	fmt.Fprintf(stderr, "peers: %d targets, clients %v, workloads %v, %v per step; data in %s (%s)\n",
