@@ -20,11 +20,11 @@ func init() {
 		t.Name = "picket-on-" + label
 		t.Durability += "; picket's lease.Store (storage/etcd)"
 		t.Open = func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
-			st, err := etcd.Open(endpoints, etcd.WithPrefix("picket-peers-"+lease.NewHolder()[:8]+"/"))
+			st, err := etcd.Open(endpoints, etcd.WithPrefix("picket-peers-"+lease.NewHolder()[:8]))
 			if err != nil {
 				return nil, "", nil, err
 			}
-			return st, "picket on etcd (storage/etcd)", st.Close, nil
+			return st, "storage/etcd", st.Close, nil
 		}
 		return t
 	}

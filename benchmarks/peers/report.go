@@ -167,7 +167,7 @@ func WriteChart(w io.Writer, title string, results []Result) error {
 			sections = append(sections, section{head: w})
 		}
 		rate, unit := Rate(r)
-		label := fmt.Sprintf("%s, %d clients", r.Target, r.Clients)
+		label := fmt.Sprintf("%s, %d %s", r.Target, r.Clients, plural(r.Clients, "client", "clients"))
 		fill := colorPeer
 		switch {
 		case r.Baseline:
@@ -240,4 +240,11 @@ func esc(s string) string {
 		}
 	}
 	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

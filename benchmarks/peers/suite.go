@@ -190,7 +190,7 @@ func processCPU(pid int) (time.Duration, error) {
 // progressLine renders a finished step on one line.
 func progressLine(r Result) string {
 	rate, unit := Rate(r)
-	s := fmt.Sprintf("%-18s %-8s %3d clients %9.0f %-12s p50 %s p99 %s errors %d",
+	s := fmt.Sprintf("%-18s %-8s %3d clients %9.0f %-12s p50 %s p99 %s errors %d", // one line per step
 		r.Target, r.Names, r.Clients, rate, unit, fmtMS(r.P50), fmtMS(r.P99), r.Errors)
 	if r.ServerCPU > 0 {
 		s += fmt.Sprintf(" server CPU %.1f µs/request", float64(r.ServerCPU)/float64(time.Microsecond))
