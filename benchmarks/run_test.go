@@ -112,9 +112,11 @@ func (failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, erro
 
 func TestRunCountsErrors(t *testing.T) {
 	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-		Store:    failing{memory.New()},
-		Clients:  []int{2},
-		Duration: 10 * time.Millisecond,
+		Store:   failing{memory.New()},
+		Clients: []int{2},
+		// MaxOps ends the step (the failing store answers at once); the
+		// duration only has to outlast a slow start on a loaded machine.
+		Duration: 2 * time.Second,
 		MaxOps:   100,
 	})
 	if err != nil {

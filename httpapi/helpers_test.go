@@ -113,6 +113,9 @@ func (e *env) send(ctx context.Context, method, path, body string, header http.H
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	if host := header.Get("Host"); host != "" { // Go sends req.Host, never a Host header
+		req.Host = host
+	}
 	resp, err := e.hc.Do(req)
 	if err != nil {
 		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)

@@ -30,7 +30,8 @@ func TestMetrics(t *testing.T) {
 	e.post(t, "/v1/renew", `{"name":"a","holder":"h2","token":1}`)       // lost
 	e.post(t, "/v1/release", `{"name":"a","holder":"h1","token":1}`)     // release
 	e.post(t, "/v1/release", `{"name":"a","holder":"h1","token":1}`)     // lost
-	for i := range 4 { // tokens 2 to 5, for the fenced KV, which refuses tokens never issued
+	// Tokens 2 to 5, for the fenced KV, which refuses tokens never issued.
+	for i := range 4 {
 		if _, err := st.Acquire(t.Context(), lease.AcquireRequest{Name: fmt.Sprint("m", i), Holder: "m", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}

@@ -42,6 +42,8 @@ type Server struct {
 	bodyTimeout time.Duration // to receive a body
 
 	origins, hosts []string // allowed Origin and Host values, lowercased
+
+	slotFirst bool // take the in-flight slot before reading the body: the old, wrong order (tests' controls)
 }
 
 // HealthChecker is implemented by stores that can say whether they answer
@@ -76,6 +78,8 @@ func NewServer(store lease.Store, opts ...Option) *Server {
 	} else {
 		s.health = s.getHealth
 	}
+	s.metrics.health.Store(&s.health)
+	s.metrics.bodies.Store(s.bodies)
 	s.routes()
 	return s
 }
@@ -156,6 +160,14 @@ func (s *Server) route(pattern, op string, h handler) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
 			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
 		}
+		if s.slotFirst { // the old order, for a test's control only
+			var release func()
+			var ok bool
+			if r, release, ok = s.admit.admitRequest(r); !ok {
+				return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
+			}
+			defer release()
+		}
 		if takesBody {
 			if method == http.MethodPost {
 				if err := checkJSON(r); err != nil {
@@ -174,11 +186,14 @@ func (s *Server) route(pattern, op string, h handler) {
 			}
 			defer s.lists.give()
 		}
-		r, release, ok := s.admit.admitRequest(r)
-		if !ok {
-			return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
+		if !s.slotFirst {
+			var release func()
+			var ok bool
+			if r, release, ok = s.admit.admitRequest(r); !ok {
+				return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
+			}
+			defer release()
 		}
-		defer release()
 		return h(w, r)
 	}))
 }

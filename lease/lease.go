@@ -187,7 +187,7 @@ func (l *Lease) end(cause error) {
 func (l *Lease) checkDeadline() {
 	l.mu.Lock()
 	left := l.left()
-	if left > 0 {
+	if left > 0 && l.ctx.Err() == nil { // an ended lease's timer stops here
 		l.timer.Reset(wakeIn(left))
 	}
 	l.mu.Unlock()

@@ -175,7 +175,7 @@ func TestBenchServer(t *testing.T) {
 // old, ambiguous "both" is a usage error that says what to write instead.
 func TestBenchWorkloads(t *testing.T) {
 	db := tempDB(t)
-	r := runPicket(t, "bench", "-db", db, "-d", "50ms", "-c", "1", "-names", "fresh,hot", "-json")
+	r := runPicket(t, "bench", "-db", db, "-d", "500ms", "-c", "1", "-names", "fresh,hot", "-json")
 	if r.code != exitOK {
 		t.Fatalf("bench -names fresh,hot: exit %d: %s", r.code, r.stderr)
 	}
