@@ -23,6 +23,11 @@ type Harness struct {
 	// store's cleanup (Close, removing files) with t.Cleanup and fails t if
 	// the store cannot be opened.
 	Open func(t testing.TB, cfg Config) lease.Store
+
+	// RealTime, when set, says the store runs on a clock the suite cannot
+	// move (it ignores Config.Clock): the rules about expiry then run on
+	// real time (see RealTime).
+	RealTime *RealTime
 }
 
 // Run runs every conformance test against stores opened by h.
@@ -31,7 +36,11 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("leasetest: Harness.Open is nil")
 	}
 	s := suite{h: h}
-	for _, tc := range s.tests() {
+	tests := s.tests()
+	if h.RealTime != nil {
+		tests = s.realTimeTests()
+	}
+	for _, tc := range tests {
 		t.Run(tc.name, tc.run)
 	}
 }
