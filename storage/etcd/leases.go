@@ -97,14 +97,14 @@ func (s *Store) tryAcquire(ctx context.Context, req lease.AcquireRequest, q *pla
 func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, error) {
 	name := req.Name
 	sent := time.Now()
-	l, err := s.grant(ctx, "acquire", name, seconds(req.TTL))
+	l, err := s.takeLease(ctx, "acquire", name, seconds(req.TTL))
 	if err != nil {
 		return lease.Grant{}, nil, err
 	}
 	var d *clientv3.LeaseGrantResponse
 	if req.LockDelay > 0 {
 		if d, err = s.grant(ctx, "acquire", name, l.TTL+seconds(req.LockDelay)); err != nil {
-			s.revokeLater(l.ID)
+			s.giveLease(seconds(req.TTL), l.ID)
 			return lease.Grant{}, nil, err
 		}
 	}
@@ -150,7 +150,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	if resp.Succeeded {
 		tok := token.Token(resp.Header.Revision)
 		if tok > token.Max {
-			s.revokeLater(l.ID, leaseID(d))
+			s.revokeLater(l.ID, leaseID(d)) // deletes the key just made
 			return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
 				name, tok, token.Max, lease.ErrUnavailable)
 		}
@@ -160,7 +160,8 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			Expires: time.Unix(0, rec.Expires).UTC(),
 		}, nil, nil
 	}
-	s.revokeLater(l.ID, leaseID(d))
+	s.giveLease(seconds(req.TTL), l.ID) // nothing was attached to it
+	s.revokeLater(leaseID(d))
 	rev := resp.Header.Revision
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		info, r, h, err := leaseInfo(name, kvs[0])
@@ -381,8 +382,15 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		return lost("release", name)
 	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		_, r, _ := decodeLease(kvs[0].Value)
-		s.revokeLater(clientv3.LeaseID(kvs[0].Lease), clientv3.LeaseID(r.DelayLease))
+		// The transaction deleted the key: its etcd lease has nothing
+		// attached any more, and serves the next grant of its TTL.
+		_, r, err := decodeLease(kvs[0].Value)
+		if err == nil && r.Asked > 0 {
+			s.giveLease(r.Asked, clientv3.LeaseID(kvs[0].Lease))
+		} else {
+			s.revokeLater(clientv3.LeaseID(kvs[0].Lease))
+		}
+		s.revokeLater(clientv3.LeaseID(r.DelayLease))
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ type Store struct {
 	client *clientv3.Client
 	keys   keys
 
+	pool leasePool
+
 	closing   chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup // background revokes
@@ -76,6 +78,7 @@ func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.closing)
+		s.revokeLater(s.pool.drain()...)
 		s.wg.Wait()
 		err = s.client.Close()
 	})
