@@ -13,8 +13,8 @@ import (
 
 // The chart's geometry, in SVG user units.
 const (
-	chartW, chartH                   = 760, 450
-	padLeft, padRight, padTop, padBo = 80, 150, 60, 60
+	chartW, chartH                   = 940, 450
+	padLeft, padRight, padTop, padBo = 80, 330, 60, 60
 )
 
 var seriesColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
@@ -89,8 +89,8 @@ func WriteChart(w io.Writer, title string, rows []Row) error {
 			}
 			px, py := x(r.Clients), y(r.GrantsPerSec)
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
-			fmt.Fprintf(&dots, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %d clients: %s grants/s</title></circle>
-`, px, py, color, esc(name), r.Clients, strconv.FormatFloat(r.GrantsPerSec, 'f', 0, 64))
+			tip := fmt.Sprintf("%s, %d clients: %s grants/s", name, r.Clients, strconv.FormatFloat(r.GrantsPerSec, 'f', 0, 64))
+			dots.WriteString(marker(i, px, py, color, tip))
 		}
 		if len(pts) > 1 {
 			fmt.Fprintf(bw, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>
@@ -98,12 +98,37 @@ func WriteChart(w io.Writer, title string, rows []Row) error {
 		}
 		bw.WriteString(dots.String())
 		ly := padTop + 10 + 22*i
+		label := name
+		if d := Describe(name); d != name {
+			label += ": " + d
+		}
 		fmt.Fprintf(bw, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="3"/>
-<text x="%.1f" y="%d">%s</text>
-`, padLeft+plotW+15, ly, padLeft+plotW+40, ly, color, padLeft+plotW+46, ly+4, esc(name))
+`, padLeft+plotW+15, ly, padLeft+plotW+45, ly, color)
+		bw.WriteString(marker(i, padLeft+plotW+30, float64(ly), color, label))
+		fmt.Fprintf(bw, `<text x="%.1f" y="%d">%s</text>
+`, padLeft+plotW+52, ly+4, esc(label))
 	}
 	bw.WriteString("</svg>\n")
 	return bw.Flush()
+}
+
+// marker draws the point of series i at (x, y): a circle, a square, a
+// triangle or a diamond, so that the workloads stay apart without colour.
+func marker(i int, x, y float64, color, tip string) string {
+	title := "<title>" + esc(tip) + "</title>"
+	switch i % 4 {
+	case 1:
+		return fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="8" height="8" fill="%s">%s</rect>
+`, x-4, y-4, color, title)
+	case 2:
+		return fmt.Sprintf(`<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s">%s</polygon>
+`, x, y-5, x-5, y+4, x+5, y+4, color, title)
+	case 3:
+		return fmt.Sprintf(`<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s">%s</polygon>
+`, x, y-5, x+5, y, x, y+5, x-5, y, color, title)
+	}
+	return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="4" fill="%s">%s</circle>
+`, x, y, color, title)
 }
 
 // niceStep rounds v up to 1, 2 or 5 times a power of ten.

@@ -42,14 +42,15 @@ func TestWriteChart(t *testing.T) {
 		name      string
 		rows      []benchmarks.Row
 		lines     int
-		circles   int
+		points    int // one marker with a tooltip per row
+		series    int // one legend entry, marker included, per workload
 		mustHave  []string
 		titleText string
 	}{
-		{"two series", rows, 2, 8, []string{">distinct<", ">hot<", ">64<", "4k"}, "picket <bench> & co"},
-		{"one point", rows[:1], 0, 1, []string{">distinct<"}, "one"},
-		{"no rows", nil, 0, 0, nil, "empty"},
-		{"all zero", []benchmarks.Row{{Names: benchmarks.Fresh, Clients: 2}}, 0, 1, nil, "zero"},
+		{"two series", rows, 2, 8, 2, []string{">distinct: acquire+release, own name<", ">hot: one hot name, hand-over<", ">64<", "4k"}, "picket <bench> & co"},
+		{"one point", rows[:1], 0, 1, 1, []string{">distinct: acquire+release, own name<"}, "one"},
+		{"no rows", nil, 0, 0, 0, nil, "empty"},
+		{"all zero", []benchmarks.Row{{Names: benchmarks.Fresh, Clients: 2}}, 0, 1, 1, []string{">fresh: fresh grants, never released<"}, "zero"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -57,8 +58,13 @@ func TestWriteChart(t *testing.T) {
 				t.Fatal(err)
 			}
 			count := wellFormed(t, buf.Bytes())
-			if count["svg"] != 1 || count["polyline"] != tc.lines || count["circle"] != tc.circles {
-				t.Errorf("elements %v: want 1 svg, %d polylines, %d circles", count, tc.lines, tc.circles)
+			if count["svg"] != 1 || count["polyline"] != tc.lines || count["title"] != tc.points+tc.series {
+				t.Errorf("elements %v: want 1 svg, %d polylines, %d titled markers", count, tc.lines, tc.points+tc.series)
+			}
+			// The first workload's markers are circles, the second's squares
+			// (the background is one more rect): told apart without colour.
+			if tc.series == 2 && (count["circle"] != 4+1 || count["rect"] != 1+4+1) {
+				t.Errorf("elements %v: want 5 circles and 6 rects (4 points and a legend marker each)", count)
 			}
 			for _, s := range tc.mustHave {
 				if !strings.Contains(buf.String(), s) {

@@ -41,6 +41,19 @@ const (
 // empty.
 var DefaultClients = []int{1, 4, 16, 64, 256}
 
+// Describe says in a few words what workload w measures, for legends.
+func Describe(w string) string {
+	switch w {
+	case Distinct:
+		return "acquire+release, own name"
+	case Fresh:
+		return "fresh grants, never released"
+	case Hot:
+		return "one hot name, hand-over"
+	}
+	return w
+}
+
 // DefaultWorkloads are the workloads run when Config.Workloads is empty.
 var DefaultWorkloads = []string{Distinct, Fresh, Hot}
 
@@ -76,6 +89,12 @@ type Config struct {
 	// "picket-bench/" and a random run id), so that runs never meet.
 	Prefix string
 
+	// Cleanup, if set, releases after each step every lease the step left
+	// held (the fresh grants, and any lease whose release failed), so that a
+	// run against a shared server leaves nothing behind. The time it takes
+	// is not measured.
+	Cleanup bool
+
 	// Progress, if set, is called at the start and the end of each step,
 	// from the goroutine that called Run.
 	Progress func(Progress)
@@ -101,6 +120,7 @@ type settings struct {
 	grace     time.Duration
 	prefix    string
 	progress  func(Progress)
+	cleanup   bool
 }
 
 func (c Config) settings() (settings, error) {
@@ -114,6 +134,7 @@ func (c Config) settings() (settings, error) {
 		grace:     DefaultGrace,
 		prefix:    c.Prefix,
 		progress:  c.Progress,
+		cleanup:   c.Cleanup,
 	}
 	if s.store == nil {
 		return s, invalidf("no store")

@@ -3,8 +3,12 @@ package benchmarks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/picketlock/picket/lease"
 )
 
 // Row is the result of one step: one workload with one number of clients.
@@ -31,6 +35,10 @@ type Row struct {
 	// (Grants / Clients): 1 is perfectly fair, 0 means a client got
 	// nothing.
 	MinShare float64
+
+	// Left counts the leases the step could not release afterwards (with
+	// Config.Cleanup); they expire by themselves.
+	Left int64
 }
 
 // rowJSON is a Row on the wire ("picket bench -json").
@@ -46,6 +54,7 @@ type rowJSON struct {
 	Elapsed      float64 `json:"elapsed_ms"`
 	Max          float64 `json:"max_ms"`
 	MinShare     float64 `json:"min_share"`
+	Left         int64   `json:"left,omitempty"`
 	FirstError   string  `json:"first_error,omitempty"`
 }
 
@@ -65,6 +74,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		Elapsed:      ms(r.Elapsed),
 		Max:          ms(r.Max),
 		MinShare:     round(r.MinShare, 1000),
+		Left:         r.Left,
 	}
 	if r.FirstError != nil {
 		j.FirstError = r.FirstError.Error()
@@ -160,7 +170,67 @@ func (s *settings) step(ctx context.Context, no int, w string, clients int) Row 
 		})
 	}
 	wg.Wait()
-	return summarize(w, clients, time.Since(start), stats)
+	row := summarize(w, clients, time.Since(start), stats)
+	if s.cleanup {
+		row.Left = s.releaseLeft(ctx, st.base, clients, stats)
+	}
+	return row
+}
+
+// releaseLeft releases what the step's clients left held, clients calls at
+// a time, and returns how many it could not release (those expire by
+// themselves after the run's TTL).
+//
+// Most of it the clients remembered. A call whose answer the step's end cut
+// off may still have been granted: a last look under the step's prefix finds
+// such leases, and the holder that has one gets it back by acquiring it again
+// (a holder's re-acquire returns its own grant) and releases it.
+func (s *settings) releaseLeft(ctx context.Context, base string, clients int, stats []*clientStats) int64 {
+	failed := s.releaseGrants(ctx, clients, stats)
+	left, err := lease.ListAll(ctx, s.store, base)
+	if err != nil {
+		return failed + 1
+	}
+	for _, info := range left {
+		released := false
+		for _, cs := range stats {
+			g, err := s.store.Acquire(ctx, lease.AcquireRequest{Name: info.Name, Holder: cs.holder, Owner: DefaultOwner, TTL: s.ttl})
+			if err != nil {
+				continue
+			}
+			released = s.store.Release(ctx, g.Name, g.Holder, g.Token) == nil
+			break
+		}
+		if !released {
+			failed++
+		}
+	}
+	return failed
+}
+
+// releaseGrants releases the grants the clients remembered.
+func (s *settings) releaseGrants(ctx context.Context, clients int, stats []*clientStats) int64 {
+	work := make(chan lease.Grant)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for g := range work {
+				if err := s.store.Release(ctx, g.Name, g.Holder, g.Token); err != nil && !errors.Is(err, lease.ErrLost) {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for _, cs := range stats {
+		for _, g := range cs.left {
+			work <- g
+		}
+		cs.left = nil
+	}
+	close(work)
+	wg.Wait()
+	return failed.Load()
 }
 
 // summarize adds up the clients' statistics into a Row.

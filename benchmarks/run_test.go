@@ -112,9 +112,11 @@ func (failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, erro
 
 func TestRunCountsErrors(t *testing.T) {
 	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-		Store:    failing{memory.New()},
-		Clients:  []int{2},
-		Duration: 10 * time.Millisecond,
+		Store:   failing{memory.New()},
+		Clients: []int{2},
+		// MaxOps ends the step (the failing store answers at once); the
+		// duration only has to outlast a slow start on a loaded machine.
+		Duration: 2 * time.Second,
 		MaxOps:   100,
 	})
 	if err != nil {
@@ -201,5 +203,49 @@ func TestRowJSON(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON row (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunCleanup: with Cleanup, a run leaves no lease behind (the fresh
+// grants are released after each step); without it, they stay until their
+// TTL — the control that shows the check can see leftovers.
+func TestRunCleanup(t *testing.T) {
+	for _, cleanup := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cleanup=%v", cleanup), func(t *testing.T) {
+			st := memory.New()
+			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+				Store:     st,
+				Clients:   []int{2},
+				Workloads: benchmarks.DefaultWorkloads,
+				Duration:  30 * time.Millisecond,
+				Prefix:    "cleanup/",
+				Cleanup:   cleanup,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, err := lease.ListAll(ctxT(t), st, "cleanup/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fresh int64
+			for _, r := range rows {
+				if r.Names == benchmarks.Fresh {
+					fresh = r.Grants
+				}
+				if r.Left != 0 {
+					t.Errorf("%s: %d leases could not be released", r.Names, r.Left)
+				}
+			}
+			if fresh == 0 {
+				t.Fatal("the fresh workload granted nothing: nothing to clean up")
+			}
+			if cleanup && len(left) != 0 {
+				t.Errorf("after a run with Cleanup %d leases are left, e.g. %s", len(left), left[0].Name)
+			}
+			if !cleanup && int64(len(left)) < fresh {
+				t.Errorf("control: without Cleanup %d leases are left, want the %d fresh grants", len(left), fresh)
+			}
+		})
 	}
 }

@@ -27,6 +27,15 @@ type clientStats struct {
 	hist                 Histogram
 	grants, cycles, errs int64
 	firstErr             error
+	left                 []lease.Grant // held when the client stopped (kept only with Config.Cleanup)
+	holder               string        // the client's holder
+}
+
+// keep remembers g as left held, if the run cleans up after itself.
+func (st *stepState) keep(cs *clientStats, g lease.Grant) {
+	if st.s.cleanup {
+		cs.left = append(cs.left, g)
+	}
 }
 
 // more reports whether the client may start another operation.
@@ -53,6 +62,7 @@ func (st *stepState) request(name, holder string) lease.AcquireRequest {
 func (st *stepState) distinct(i int, cs *clientStats) {
 	store := st.s.store
 	req := st.request(st.base+"/"+itoa(i), lease.NewHolder())
+	cs.holder = req.Holder
 	for st.more() {
 		t0 := time.Now()
 		g, err := store.Acquire(st.hard, req)
@@ -64,6 +74,7 @@ func (st *stepState) distinct(i int, cs *clientStats) {
 		cs.grants++
 		if err := store.Release(st.hard, req.Name, req.Holder, g.Token); err != nil {
 			st.failed(cs, st.hard, err)
+			st.keep(cs, g)
 			continue
 		}
 		cs.cycles++
@@ -75,17 +86,20 @@ func (st *stepState) fresh(i int, cs *clientStats) {
 	store := st.s.store
 	prefix := []byte(st.base + "/" + itoa(i) + "/")
 	req := st.request("", lease.NewHolder())
+	cs.holder = req.Holder
 	buf := make([]byte, 0, len(prefix)+20)
 	for n := int64(0); st.more(); n++ {
 		buf = strconv.AppendInt(append(buf[:0], prefix...), n, 10)
 		req.Name = string(buf)
 		t0 := time.Now()
-		if _, err := store.Acquire(st.hard, req); err != nil {
+		g, err := store.Acquire(st.hard, req)
+		if err != nil {
 			st.failed(cs, st.hard, err)
 			continue
 		}
 		cs.hist.Record(time.Since(t0))
 		cs.grants++
+		st.keep(cs, g)
 	}
 }
 
@@ -95,6 +109,7 @@ func (st *stepState) fresh(i int, cs *clientStats) {
 func (st *stepState) hot(cs *clientStats) {
 	store := st.s.store
 	req := st.request(st.base, lease.NewHolder())
+	cs.holder = req.Holder
 	for st.more() {
 		left := time.Until(st.stop)
 		if left <= 0 {
@@ -119,6 +134,7 @@ func (st *stepState) hot(cs *clientStats) {
 		st.lastRelease.Store(int64(max(time.Since(st.start), 1)))
 		if err := store.Release(st.hard, req.Name, req.Holder, g.Token); err != nil {
 			st.failed(cs, st.hard, err)
+			st.keep(cs, g)
 			continue
 		}
 		cs.cycles++

@@ -106,12 +106,12 @@ func (c slowClient) run(t *testing.T, addr string, window time.Duration) slowRes
 // and trickles a body that never ends.
 var (
 	slowHeader = slowClient{
-		head: "POST /v1/acquire HTTP/1.1\r\nHost: picket\r\nX-Slow: ",
+		head: "POST /v1/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
 		tail: strings.Repeat("a", 4096),
 		gap:  20 * time.Millisecond,
 	}
 	slowBody = slowClient{
-		head: "POST /v1/acquire HTTP/1.1\r\nHost: picket\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n",
+		head: "POST /v1/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n",
 		tail: `{"name":"` + strings.Repeat("a", 4096),
 		gap:  20 * time.Millisecond,
 	}

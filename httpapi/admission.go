@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/picketlock/picket/lease"
 )
 
 // Admission control: a flood of requests must not make every request slow.
-// A Server admits at most a fixed number of /v1/ requests at once; one more
+// A Server admits at most a fixed number of /v1/ requests at once, counted
+// from the moment a request's body has been read (see body.go: slow senders
+// hold no slot); one more
 // is answered 429 too_many_requests at once, without touching the store, so
 // the requests it does admit keep their latency and a client backs off
 // (the Client returns an error matching lease.ErrUnavailable, which
@@ -28,7 +31,15 @@ const (
 	// DefaultMaxWaiting bounds the acquires waiting server-side (wait_ms)
 	// at once.
 	DefaultMaxWaiting = 4096
+
+	// DefaultMaxLists bounds the lists (GET /v1/leases) a Server answers at
+	// once: half of storage/sqlite's read connections, so that point reads
+	// always find one.
+	DefaultMaxLists = 2
 )
+
+// listWait is how long a list waits for its turn before it is answered 429.
+const listWait = 10 * time.Second
 
 // ErrTooManyRequests is the error for a request the server did not admit:
 // too many were in flight. It also matches lease.ErrUnavailable: try again
@@ -54,6 +65,15 @@ func WithMaxInFlight(n int) Option {
 // n <= 0 means no bound.
 func WithMaxWaiting(n int) Option {
 	return serverOption(func(s *Server) { s.admit.waiting = newSlots(n) })
+}
+
+// WithMaxLists bounds the lists (GET /v1/leases) answered at once (default
+// DefaultMaxLists). A page of a list reads up to 10,000 rows: many at once
+// would take every read connection of the store and make point reads wait
+// behind them. More lists wait their turn, holding no in-flight slot, for up
+// to 10 s, then are answered 429 too_many_requests. n <= 0 means no bound.
+func WithMaxLists(n int) Option {
+	return serverOption(func(s *Server) { s.lists = newSlots(n) })
 }
 
 // admission holds the two limits. A nil slots is no limit.
@@ -85,6 +105,24 @@ func (s slots) take() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// wait takes a slot, waiting up to d for one to be free; it returns an
+// error if none was free in time or ctx ended first.
+func (s slots) wait(ctx context.Context, d time.Duration) error {
+	if s.take() {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case s <- struct{}{}:
+		return nil
+	case <-t.C:
+		return context.DeadlineExceeded
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -126,6 +126,7 @@ func TestTooLarge(t *testing.T) {
 	})
 	// Exactly 1 MiB is fine.
 	e := newEnv(t)
+	mint(t, e, 1)
 	a := e.do(t, "PUT", "/v1/kv/k", strings.Repeat("v", 1<<20), http.Header{"Fencing-Token": {"1"}})
 	if a.status != 200 {
 		t.Errorf("put of exactly 1 MiB: %d %s", a.status, a.body)

@@ -74,7 +74,8 @@ func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, err
 	}
-	body := acquireBody{Name: req.Name, TTLMS: req.TTL.Milliseconds(), Owner: req.Owner, Holder: req.Holder}
+	body := acquireBody{Name: req.Name, TTLMS: req.TTL.Milliseconds(), Owner: req.Owner, Holder: req.Holder,
+		LockDelayMS: req.LockDelay.Milliseconds()}
 	if req.Wait > 0 {
 		body.WaitMS = int64((req.Wait + time.Millisecond - 1) / time.Millisecond)
 	}
@@ -188,6 +189,8 @@ type (
 		Owner  string `json:"owner"`
 		Holder string `json:"holder"`
 		WaitMS int64  `json:"wait_ms,omitempty"`
+
+		LockDelayMS int64 `json:"lock_delay_ms,omitempty"`
 	}
 	renewBody struct {
 		Name   string `json:"name"`

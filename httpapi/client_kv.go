@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,4 +62,34 @@ func (c *Client) GetFenced(ctx context.Context, key string) ([]byte, token.Token
 		return nil, 0, fmt.Errorf("httpapi: get %q: bad %s header in the answer: %w", key, token.Header, err)
 	}
 	return value, tok, nil
+}
+
+// DeleteFenced removes the value under key on the server (DELETE
+// /v1/kv/{key}) with tok in the Fencing-Token header; the key keeps tok as
+// its highest token, so a later write with a lower one is refused. Errors:
+// lease.ErrInvalid for a bad key or token (nothing is sent) or a token the
+// server never issued, a *token.StaleError (token.ErrStale) when the key has
+// seen a higher token, lease.ErrUnavailable, ctx's error, or an *Error.
+func (c *Client) DeleteFenced(ctx context.Context, key string, tok token.Token) error {
+	if err := lease.ValidateName(key); err != nil {
+		return err
+	}
+	if err := lease.ValidateToken(tok); err != nil {
+		return err
+	}
+	hdr := http.Header{}
+	token.Set(hdr, tok)
+	resp, err := c.send(ctx, "delete", subject{name: key, tok: tok}, http.MethodDelete, "/v1/kv/"+escapeName(key), "", nil, hdr)
+	if err != nil {
+		return err
+	}
+	defer closeBody(resp)
+	var out kvDeleteJSON
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("httpapi: delete %q: bad answer from the server: %w", key, err)
+	}
+	if !out.Deleted {
+		return fmt.Errorf("httpapi: delete %q: the server answered 200 without \"deleted\": true", key)
+	}
+	return nil
 }

@@ -19,12 +19,14 @@ import (
 const MaxBodyBytes = 1 << 20
 
 // decodeAcquire reads the body of POST /v1/acquire: {"name", "ttl_ms",
-// "owner"?, "holder"?, "wait_ms"?}. An absent holder comes back empty: the
-// server chooses one. Every other field is validated as Store.Acquire would.
+// "owner"?, "holder"?, "wait_ms"?, "lock_delay_ms"?}. An absent holder comes
+// back empty: the server chooses one. An absent (or 0) lock_delay_ms comes
+// back 0: the store's default (the server's -lock-delay). Every other field
+// is validated as Store.Acquire would.
 func decodeAcquire(r io.Reader) (lease.AcquireRequest, error) {
 	var (
-		name, owner, holder *string
-		ttlMS, waitMS       *int64
+		name, owner, holder        *string
+		ttlMS, waitMS, lockDelayMS *int64
 	)
 	err := decodeObject(r, []member{
 		{"name", &name, true},
@@ -32,6 +34,7 @@ func decodeAcquire(r io.Reader) (lease.AcquireRequest, error) {
 		{"owner", &owner, false},
 		{"holder", &holder, false},
 		{"wait_ms", &waitMS, false},
+		{"lock_delay_ms", &lockDelayMS, false},
 	})
 	if err != nil {
 		return lease.AcquireRequest{}, err
@@ -45,19 +48,25 @@ func decodeAcquire(r io.Reader) (lease.AcquireRequest, error) {
 			return lease.AcquireRequest{}, err
 		}
 	}
+	if lockDelayMS != nil {
+		if req.LockDelay, err = millis("lock_delay_ms", *lockDelayMS, 0, lease.MaxLockDelay); err != nil {
+			return lease.AcquireRequest{}, err
+		}
+	}
 	if owner != nil {
 		req.Owner = *owner
 	}
-	check := req
 	if holder != nil {
 		if *holder == "" {
 			return lease.AcquireRequest{}, invalid("holder is empty: leave it out to have the server choose one")
 		}
+		if err := validateHolder(*holder); err != nil {
+			return lease.AcquireRequest{}, err
+		}
 		req.Holder = *holder
-		check.Holder = *holder
-	} else {
-		check.Holder = "server-chosen" // stands in for the holder the server will choose
 	}
+	check := req
+	check.Holder = secretStandIn // the holder is valid; its text stays out of messages
 	if err := check.Validate(); err != nil {
 		return lease.AcquireRequest{}, err
 	}
@@ -96,7 +105,10 @@ func decodeRenew(r io.Reader) (renewRequest, error) {
 			return renewRequest{}, err
 		}
 	}
-	if err := lease.ValidateRenew(req.Name, req.Holder, req.Token, req.TTL); err != nil {
+	if err := validateHolder(req.Holder); err != nil {
+		return renewRequest{}, err
+	}
+	if err := lease.ValidateRenew(req.Name, secretStandIn, req.Token, req.TTL); err != nil {
 		return renewRequest{}, err
 	}
 	return req, nil
@@ -125,10 +137,26 @@ func decodeRelease(r io.Reader) (releaseRequest, error) {
 		return releaseRequest{}, err
 	}
 	req := releaseRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
-	if err := lease.ValidateRelease(req.Name, req.Holder, req.Token); err != nil {
+	if err := validateHolder(req.Holder); err != nil {
+		return releaseRequest{}, err
+	}
+	if err := lease.ValidateRelease(req.Name, secretStandIn, req.Token); err != nil {
 		return releaseRequest{}, err
 	}
 	return req, nil
+}
+
+// secretStandIn stands in for a holder that was checked already when the
+// rest of a request is validated, so that no message (answered, and logged
+// at debug) quotes the holder: it is the secret that renew and release need.
+const secretStandIn = "holder"
+
+// validateHolder checks a holder without quoting it in the error.
+func validateHolder(h string) error {
+	if lease.ValidateRelease("n", h, 1) != nil {
+		return invalid("holder must be 1 to %d bytes of UTF-8 without control or format characters (its text is not shown: it is a secret)", lease.MaxHolderLen)
+	}
+	return nil
 }
 
 // millis converts a count of milliseconds into a duration, refusing anything
@@ -189,8 +217,14 @@ func decodeObject(r io.Reader, members []member) error {
 		if !utf8.Valid(raw) {
 			return invalid("member %q is not valid UTF-8", key)
 		}
+		if hasLoneSurrogate(raw) {
+			// encoding/json would turn it into U+FFFD, so that two different
+			// names would become one.
+			return invalid("member %q holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff not in a pair)", key)
+		}
 		if err := json.Unmarshal(raw, m.dst); err != nil {
-			return invalid("member %q: %s is not a %s", key, truncate(raw, 40), typeName(m.dst))
+			// The value is not quoted: it may be the holder.
+			return invalid("member %q is not a %s", key, typeName(m.dst))
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
@@ -208,6 +242,63 @@ func decodeObject(r io.Reader, members []member) error {
 		}
 	}
 	return nil
+}
+
+// hasLoneSurrogate reports whether the JSON text raw holds a \u escape of a
+// UTF-16 surrogate that is not part of a pair (a high surrogate followed at
+// once by an escaped low one). raw is valid JSON: backslashes appear only
+// inside strings, each starting an escape.
+func hasLoneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 < len(raw) && raw[i+1] != 'u' {
+			i++ // a one-character escape: \\ \" \/ \b \f \n \r \t
+			continue
+		}
+		u, ok := hex4(raw, i+2)
+		if !ok {
+			return false // not valid JSON; the decoder says so
+		}
+		i += 5
+		switch {
+		case u >= 0xdc00 && u <= 0xdfff:
+			return true // a low surrogate first
+		case u >= 0xd800 && u <= 0xdbff:
+			if i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+				return true
+			}
+			lo, ok := hex4(raw, i+3)
+			if !ok || lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// hex4 reads four hex digits at raw[at:].
+func hex4(raw []byte, at int) (rune, bool) {
+	if at+4 > len(raw) {
+		return 0, false
+	}
+	var u rune
+	for _, c := range raw[at : at+4] {
+		u <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			u |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			u |= rune(c-'a') + 10
+		case 'A' <= c && c <= 'F':
+			u |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	return u, true
 }
 
 func findMember(members []member, name string) (member, bool) {

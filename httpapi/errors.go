@@ -29,6 +29,18 @@ const (
 	// CodeTooManyRequests (429) answers a request the server did not admit
 	// (see WithMaxInFlight); it means "try again later", like unavailable.
 	CodeTooManyRequests = "too_many_requests"
+
+	// CodeForbidden (403) answers a request from a web page (an Origin
+	// header) or naming a foreign Host on a loopback connection.
+	CodeForbidden = "forbidden"
+
+	// CodeUnsupportedMediaType (415) answers a POST whose body is not
+	// Content-Type: application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+
+	// CodeQuotaExceeded (507) answers a write that would go over one of the
+	// store's quotas (lease.ErrQuota); nothing was written.
+	CodeQuotaExceeded = "quota_exceeded"
 )
 
 // Errors for the codes that have no sentinel in lease or token.
@@ -57,12 +69,15 @@ type errorCode struct {
 var errorCodes = []errorCode{
 	{CodeTooLarge, http.StatusRequestEntityTooLarge, ErrTooLarge},
 	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
+	{CodeForbidden, http.StatusForbidden, ErrForbidden},
+	{CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, ErrUnsupportedMediaType},
 	{CodeHeld, http.StatusConflict, lease.ErrHeld},
 	{CodeStaleToken, http.StatusConflict, token.ErrStale},
 	{CodeLost, http.StatusConflict, lease.ErrLost},
 	{CodeNotFound, http.StatusNotFound, lease.ErrNotFound},
 	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid},
-	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid},             // server side only: the client reads the row above
+	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid}, // server side only: the client reads the row above
+	{CodeQuotaExceeded, http.StatusInsufficientStorage, lease.ErrQuota},
 	{CodeTooManyRequests, http.StatusTooManyRequests, ErrTooManyRequests}, // before unavailable, which it matches
 	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnavailable},
 	{CodeInternal, http.StatusInternalServerError, ErrInternal},

@@ -34,6 +34,7 @@ func (f failing) PutFenced(context.Context, string, []byte, token.Token) error {
 func (f failing) GetFenced(context.Context, string) ([]byte, token.Token, error) {
 	return nil, 0, f.err
 }
+func (f failing) DeleteFenced(context.Context, string, token.Token) error { return f.err }
 
 // TestErrorTable: each store error becomes its status and code on the wire
 // and the same sentinel again in the Client, through every route.
@@ -53,6 +54,7 @@ func TestErrorTable(t *testing.T) {
 		{"invalid", fmt.Errorf("x: %w", lease.ErrInvalid), 400, "bad_request", lease.ErrInvalid},
 		{"token invalid", token.ErrZero, 400, "bad_request", lease.ErrInvalid},
 		{"unavailable", fmt.Errorf("x: %w", lease.ErrUnavailable), 503, "unavailable", lease.ErrUnavailable},
+		{"quota", fmt.Errorf("x: %w", lease.ErrQuota), 507, "quota_exceeded", lease.ErrQuota},
 		{"context ended", context.Canceled, 503, "unavailable", lease.ErrUnavailable},
 		{"anything else", errors.New("disk on fire"), 500, "internal", httpapi.ErrInternal},
 	} {
@@ -83,6 +85,7 @@ func TestErrorTable(t *testing.T) {
 					return err
 				},
 				"put":    func() error { return c.PutFenced(ctx, "a", []byte("v"), 1) },
+				"delete": func() error { return c.DeleteFenced(ctx, "a", 1) },
 				"getkv":  func() error { _, _, err := c.GetFenced(ctx, "a"); return err },
 				"health": func() error { return c.Health(ctx) },
 			}

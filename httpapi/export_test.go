@@ -7,3 +7,7 @@ var (
 	DecodeRenew   = decodeRenew
 	DecodeRelease = decodeRelease
 )
+
+// SlotBeforeBody makes s take a request's in-flight slot before reading its
+// body, as it did before: the control of the slow-body test.
+func SlotBeforeBody(s *Server) { s.slotFirst = true }

@@ -99,14 +99,22 @@ func (e *env) do(tb testing.TB, method, path, body string, header http.Header) a
 	return a
 }
 
-// send is do for other goroutines than the test's: it returns its error.
+// send is do for other goroutines than the test's: it returns its error. A
+// POST with a nil header says Content-Type: application/json, as every
+// client does; pass an empty header to send none.
 func (e *env) send(ctx context.Context, method, path, body string, header http.Header) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		return answer{}, err
 	}
+	if header == nil && method == http.MethodPost {
+		header = http.Header{"Content-Type": {"application/json"}}
+	}
 	for k, v := range header {
 		req.Header[k] = v
+	}
+	if host := header.Get("Host"); host != "" { // Go sends req.Host, never a Host header
+		req.Host = host
 	}
 	resp, err := e.hc.Do(req)
 	if err != nil {
@@ -255,9 +263,12 @@ func runRoutes(t *testing.T, cases []routeCase, opts ...httpapi.Option) {
 			if tc.setup != nil {
 				tc.setup(t, e)
 			}
-			h := tc.header
-			if h == nil && tc.body != "" {
-				h = http.Header{"Content-Type": {"application/json"}}
+			h := tc.header.Clone()
+			if _, ok := h["Content-Type"]; !ok && tc.method == http.MethodPost {
+				if h == nil {
+					h = http.Header{}
+				}
+				h.Set("Content-Type", "application/json") // as every client sends; a case sets it to test it
 			}
 			a := e.do(t, tc.method, tc.path, tc.body, h)
 			if a.status != tc.status {

@@ -1,16 +1,40 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/picketlock/picket/httpapi"
 )
 
+// issue10 has the store issue tokens 1 to 10.
+func issue10(t *testing.T, e *env) { mint(t, e, 10) }
+
+// mint has e's store issue tokens until its counter is at least n (acquire
+// and release names "mint/N"), for tests of the fenced KV, which refuses
+// tokens never issued.
+func mint(t *testing.T, e *env, n uint64) {
+	t.Helper()
+	for i := 0; ; i++ {
+		g := e.acquire(t, fmt.Sprintf("mint/%d", i), "minter", "", time.Minute)
+		if a := e.post(t, "/v1/release", fmt.Sprintf(`{"name":%q,"holder":"minter","token":%d}`, g.Name, g.Token)); a.status != 200 {
+			t.Fatalf("release %s: %d %s", g.Name, a.status, a.body)
+		}
+		if g.Token >= n {
+			return
+		}
+	}
+}
+
 func TestKV(t *testing.T) {
 	tok := func(v string) http.Header { return http.Header{"Fencing-Token": {v}} }
+	// The fenced KV takes only tokens the store has issued: each case
+	// starts with tokens 1 to 10 issued.
 	put := func(key, value, token string) func(t *testing.T, e *env) {
 		return func(t *testing.T, e *env) {
+			mint(t, e, 10)
 			if a := e.do(t, "PUT", "/v1/kv/"+key, value, tok(token)); a.status != 200 {
 				t.Fatalf("put %s with token %s: %d %s", key, token, a.status, a.body)
 			}
@@ -19,11 +43,13 @@ func TestKV(t *testing.T) {
 	runRoutes(t, []routeCase{
 		{
 			name:   "put",
+			setup:  issue10,
 			method: "PUT", path: "/v1/kv/orders/42", body: "v1", header: tok("7"),
 			status: 200, want: `{"key":"orders/42","token":7}`,
 		},
 		{
 			name:   "put an empty value",
+			setup:  issue10,
 			method: "PUT", path: "/v1/kv/k", header: tok("1"),
 			status: 200, want: `{"key":"k","token":1}`,
 		},
@@ -56,6 +82,7 @@ func TestKV(t *testing.T) {
 
 	// GET answers the raw value and the highest token.
 	e := newEnv(t)
+	mint(t, e, 10)
 	value := "\x00binary\xff value\n"
 	put("a%2Fb", value, "5")(t, e)
 	put("a%2Fb", value+"2", "9")(t, e)
@@ -78,7 +105,7 @@ func TestKV(t *testing.T) {
 func TestNoKV(t *testing.T) {
 	st := mustOpenStore(t, nil)
 	e := serve(t, nil, st)
-	for _, method := range []string{"GET", "PUT"} {
+	for _, method := range []string{"GET", "PUT", "DELETE"} {
 		a := e.do(t, method, "/v1/kv/k", "v", http.Header{"Fencing-Token": {"1"}})
 		if a.status != 404 {
 			t.Errorf("%s without a KV: status %d, want 404", method, a.status)
@@ -142,7 +169,7 @@ func TestRouting(t *testing.T) {
 	allow(t, e, "DELETE", "/v1/release", "POST")
 	allow(t, e, "DELETE", "/v1/leases/a", "GET, HEAD")
 	allow(t, e, "POST", "/v1/leases", "GET, HEAD")
-	allow(t, e, "POST", "/v1/kv/a", "GET, HEAD, PUT")
+	allow(t, e, "POST", "/v1/kv/a", "GET, HEAD, PUT, DELETE")
 	allow(t, e, "POST", "/healthz", "GET, HEAD")
 	allow(t, e, "DELETE", "/metrics", "GET, HEAD")
 

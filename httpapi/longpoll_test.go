@@ -167,6 +167,7 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 	// After Drain an acquire answers at once.
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("POST", "/v1/acquire", strings.NewReader(`{"name":"a","ttl_ms":1000,"holder":"h3","wait_ms":60000}`))
+	req.Header.Set("Content-Type", "application/json")
 	e.srv.ServeHTTP(rec, req)
 	if rec.Code != 409 {
 		t.Errorf("acquire after Drain: %d %s, want 409 held at once", rec.Code, rec.Body)

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,15 +14,16 @@ import (
 
 // Operation names: the "op" label of picket_http_request_duration_seconds.
 const (
-	opAcquire = "acquire"
-	opRenew   = "renew"
-	opRelease = "release"
-	opGet     = "get"
-	opList    = "list"
-	opKVPut   = "kv_put"
-	opKVGet   = "kv_get"
-	opHealth  = "healthz"
-	opOther   = "other" // unknown routes and methods
+	opAcquire  = "acquire"
+	opRenew    = "renew"
+	opRelease  = "release"
+	opGet      = "get"
+	opList     = "list"
+	opKVPut    = "kv_put"
+	opKVGet    = "kv_get"
+	opKVDelete = "kv_delete"
+	opHealth   = "healthz"
+	opOther    = "other" // unknown routes and methods
 )
 
 // Metrics is what a Server counts, on a Prometheus registry of its own (never
@@ -41,6 +44,9 @@ const (
 //	                                acquire includes the time spent waiting
 //	store_batch_size                operations per store commit (group commit), from ObserveBatch
 //	store_batch_duration_seconds    time per store commit, from ObserveBatch
+//	store_healthy                   1 when the store can grant (what /healthz says), 0 when it cannot;
+//	                                asked at each scrape
+//	request_body_bytes              bytes of request bodies held (read or being read) right now
 //
 // plus the Go runtime and process collectors. Expiries happen inside the
 // store and are not counted here.
@@ -52,6 +58,9 @@ type Metrics struct {
 	waiting                                       prometheus.Gauge
 	latency                                       *prometheus.HistogramVec
 	batchSize, batchSeconds                       prometheus.Histogram
+
+	health atomic.Pointer[func(context.Context) error] // the server's health check
+	bodies atomic.Pointer[budget]                      // the server's body budget
 }
 
 // NewMetrics returns Metrics on a new registry.
@@ -96,9 +105,33 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(.0001, 2.5, 12), // 100µs to about 2.4s
 		}),
 	}
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "picket", Name: "store_healthy",
+		Help: "1 when the store can grant (GET /healthz answers 200), 0 when it cannot (failed closed, last write failed, unreadable).",
+	}, m.healthy)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "picket", Name: "request_body_bytes",
+		Help: "Bytes of request bodies held by the server (read or being read).",
+	}, func() float64 { return float64(m.bodies.Load().inUse()) })
 	m.lost.WithLabelValues(opRenew)
 	m.lost.WithLabelValues(opRelease)
 	return m
+}
+
+// healthTimeout bounds the health check a scrape makes.
+const healthTimeout = 2 * time.Second
+
+func (m *Metrics) healthy() float64 {
+	h := m.health.Load()
+	if h == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	if (*h)(ctx) != nil {
+		return 0
+	}
+	return 1
 }
 
 // Registry returns the registry behind GET /metrics, for a caller that wants
@@ -132,7 +165,7 @@ func (m *Metrics) observe(op, code string, took time.Duration) {
 		m.releases.Inc()
 	case (op == opRenew || op == opRelease) && code == CodeLost:
 		m.lost.WithLabelValues(op).Inc()
-	case op == opKVPut && code == CodeStaleToken:
+	case (op == opKVPut || op == opKVDelete) && code == CodeStaleToken:
 		m.fenced.Inc()
 	}
 }

@@ -1,12 +1,14 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -28,6 +30,12 @@ func TestMetrics(t *testing.T) {
 	e.post(t, "/v1/renew", `{"name":"a","holder":"h2","token":1}`)       // lost
 	e.post(t, "/v1/release", `{"name":"a","holder":"h1","token":1}`)     // release
 	e.post(t, "/v1/release", `{"name":"a","holder":"h1","token":1}`)     // lost
+	// Tokens 2 to 5, for the fenced KV, which refuses tokens never issued.
+	for i := range 4 {
+		if _, err := st.Acquire(t.Context(), lease.AcquireRequest{Name: fmt.Sprint("m", i), Holder: "m", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.do(t, "PUT", "/v1/kv/k", "v", http.Header{"Fencing-Token": {"5"}}) // ok
 	e.do(t, "PUT", "/v1/kv/k", "v", http.Header{"Fencing-Token": {"4"}}) // fenced
 	e.post(t, "/v1/acquire", `{"name":"a"}`)                             // bad request

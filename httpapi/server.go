@@ -36,6 +36,14 @@ type Server struct {
 	drainNow context.CancelFunc
 
 	admit admission // how many /v1/ requests it takes at once
+	lists slots     // how many lists it answers at once
+
+	bodies      *budget       // bytes of request bodies held at once
+	bodyTimeout time.Duration // to receive a body
+
+	origins, hosts []string // allowed Origin and Host values, lowercased
+
+	slotFirst bool // take the in-flight slot before reading the body: the old, wrong order (tests' controls)
 }
 
 // HealthChecker is implemented by stores that can say whether they answer
@@ -50,7 +58,14 @@ type HealthChecker interface {
 // GET /healthz asks it; otherwise it answers 200 when a Get on the store
 // answers.
 func NewServer(store lease.Store, opts ...Option) *Server {
-	s := &Server{store: store, logger: log.NewNopLogger(), admit: defaultAdmission()}
+	s := &Server{
+		store:       store,
+		logger:      log.NewNopLogger(),
+		admit:       defaultAdmission(),
+		lists:       newSlots(DefaultMaxLists),
+		bodies:      newBudget(DefaultBodyBudget),
+		bodyTimeout: DefaultBodyTimeout,
+	}
 	s.draining, s.drainNow = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o.applyServer(s)
@@ -63,6 +78,8 @@ func NewServer(store lease.Store, opts ...Option) *Server {
 	} else {
 		s.health = s.getHealth
 	}
+	s.metrics.health.Store(&s.health)
+	s.metrics.bodies.Store(s.bodies)
 	s.routes()
 	return s
 }
@@ -85,6 +102,7 @@ func (s *Server) routes() {
 	s.route("GET /v1/leases", opList, s.list)
 	s.route("PUT /v1/kv/{key...}", opKVPut, s.kvPut)
 	s.route("GET /v1/kv/{key...}", opKVGet, s.kvGet)
+	s.route("DELETE /v1/kv/{key...}", opKVDelete, s.kvDelete)
 	s.open("GET /healthz", opHealth, s.healthz)
 	s.mux.Handle("GET /metrics", s.metrics.Handler())
 
@@ -93,14 +111,15 @@ func (s *Server) routes() {
 	s.route("/v1/release", opOther, notAllowed(http.MethodPost))
 	s.route("/v1/leases/{name...}", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/v1/leases", opOther, notAllowed(http.MethodGet, http.MethodHead))
-	s.route("/v1/kv/{key...}", opOther, notAllowed(http.MethodGet, http.MethodHead, http.MethodPut))
+	s.route("/v1/kv/{key...}", opOther, notAllowed(http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete))
 	s.route("/v1/kv", opOther, notFound) // else ServeMux redirects it to /v1/kv/
 	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/", opOther, notFound)
 }
 
-// ServeHTTP answers one request. It bounds the body to MaxBodyBytes and
+// ServeHTTP answers one request. It bounds the body to MaxBodyBytes,
+// refuses requests from web pages and rebound names (see guard.go), and
 // refuses paths that are not canonical (such as "/v1/leases/a//b": escape a
 // name's "/" as %2F, or "." and ".." as %2E) rather than redirecting them.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -108,6 +127,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.NoBody
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := s.guard(r); err != nil {
+		start := time.Now()
+		code := s.writeError(w, r, opOther, err)
+		s.metrics.observe(opOther, code, time.Since(start))
+		return
+	}
 	if p := r.URL.EscapedPath(); p != cleanPath(p) {
 		start := time.Now()
 		code := s.writeError(w, r, opOther, invalid("path %q is not canonical; escape names with %%2F for / and %%2E for a . or .. segment", p))
@@ -121,18 +146,53 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // returns an error only if it has written nothing.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
-// route registers h behind admission control (429 when too many requests
-// are in flight) and the bearer token.
+// route registers h behind the bearer token and admission control. In
+// order: the token (401), then for a POST its Content-Type (415), then the
+// body is read in full within the body timeout and budget (see readBody),
+// and only then does the request take an in-flight slot (429 when none is
+// free), so that a slow sender never holds one.
 func (s *Server) route(pattern, op string, h handler) {
+	method, _, _ := strings.Cut(pattern, " ")
+	takesBody := method == http.MethodPost || method == http.MethodPut
 	s.mux.Handle(pattern, s.instrument(op, func(w http.ResponseWriter, r *http.Request) error {
-		r, release, ok := s.admit.admitRequest(r)
-		if !ok {
-			return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
-		}
-		defer release()
+		started := time.Now()
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
 			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
+		}
+		if s.slotFirst { // the old order, for a test's control only
+			var release func()
+			var ok bool
+			if r, release, ok = s.admit.admitRequest(r); !ok {
+				return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
+			}
+			defer release()
+		}
+		if takesBody {
+			if method == http.MethodPost {
+				if err := checkJSON(r); err != nil {
+					return err
+				}
+			}
+			held, err := s.readBody(w, r, started)
+			defer s.bodies.give(held)
+			if err != nil {
+				return err
+			}
+		}
+		if op == opList {
+			if err := s.lists.wait(r.Context(), listWait); err != nil {
+				return fmt.Errorf("%w: %d lists are being answered already", ErrTooManyRequests, cap(s.lists))
+			}
+			defer s.lists.give()
+		}
+		if !s.slotFirst {
+			var release func()
+			var ok bool
+			if r, release, ok = s.admit.admitRequest(r); !ok {
+				return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
+			}
+			defer release()
 		}
 		return h(w, r)
 	}))

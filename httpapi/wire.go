@@ -45,6 +45,12 @@ type kvPutJSON struct {
 	Token uint64 `json:"token"`
 }
 
+type kvDeleteJSON struct {
+	Key     string `json:"key"`
+	Token   uint64 `json:"token"`
+	Deleted bool   `json:"deleted"`
+}
+
 type healthJSON struct {
 	Status string `json:"status"`
 }

@@ -26,13 +26,20 @@
 //     nothing, and Get and List never reveal the secret.
 //
 //   - The local deadline. Only the store's clock decides expiry. The handle
-//     keeps its own, more cautious deadline on the client's monotonic clock:
-//     from the instant before the acquire or renew request was sent, plus
-//     the TTL, minus a margin (a tenth of the TTL by default). The store
-//     received the request after that instant, so its expiry is later; the
-//     handle gives the lease up first and never believes in a lease the store
-//     has already expired, as long as the two clocks run at about the same
-//     rate. Fencing still guards the rest.
+//     keeps its own, more cautious deadline: from the instant before the
+//     acquire or renew request was sent, plus the TTL, minus a margin (a
+//     tenth of the TTL by default). The store received the request after
+//     that instant, so its expiry is later; the handle gives the lease up
+//     first and never believes in a lease the store has already expired, as
+//     long as the two clocks run at about the same rate. Fencing still
+//     guards the rest. The deadline is measured on a clock that counts
+//     suspend (CLOCK_BOOTTIME on Linux, as the SQLite store's), so a closed
+//     laptop lid or a frozen VM cannot stretch it; the handle wakes at least
+//     every second to read that clock, so its context ends within a second
+//     of a resume. A renewal whose outcome is unknown (a timeout, a lost
+//     answer) may have been committed: it moves the deadline to the earlier
+//     of where it was and the instant before it was sent plus its TTL minus
+//     the margin, the earliest expiry any outcome allows.
 //
 // # The API
 //

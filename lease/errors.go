@@ -30,6 +30,11 @@ var (
 	// commit, when it refuses every grant rather than risk a token whose
 	// commit is in doubt.
 	ErrUnavailable = errors.New("lease: store unavailable")
+
+	// ErrQuota: the write would take the store over one of its quotas (of
+	// leases, fenced keys or fenced bytes); nothing was written. Trying again
+	// helps only once something was released or deleted.
+	ErrQuota = errors.New("lease: quota exceeded")
 )
 
 // HeldError reports that Name is held by someone else, labelled Owner, until

@@ -39,18 +39,21 @@ func (l *Lease) keepAliveLoop(done chan<- struct{}) {
 		ttl, renewed, deadline := l.grant.TTL, l.renewed, l.deadline
 		l.mu.Unlock()
 
+		// Times on the handle's clock; the sleeps below run on Go's, which
+		// stops during suspend, but the lease's context (which ends them)
+		// does not wait for it.
 		var wait time.Duration
 		if retry == nil {
 			period := ttl / KeepAliveDivisor
-			wait = time.Until(renewed.Add(period - rand.N(period/10+1)))
+			wait = renewed + period - rand.N(period/10+1) - l.clock.Now()
 		} else {
-			wait = min(retry.next(), time.Until(deadline))
+			wait = min(retry.next(), deadline-l.clock.Now())
 		}
 		if !sleep(l.ctx, wait) {
 			return
 		}
 
-		ctx, cancel := context.WithDeadline(l.ctx, deadline)
+		ctx, cancel := context.WithTimeout(l.ctx, deadline-l.clock.Now())
 		err := l.Renew(ctx, 0)
 		cancel()
 		switch {

@@ -19,9 +19,14 @@ type Lease struct {
 	store  Store
 	logger log.Logger
 	margin func(time.Duration) time.Duration
-	name   string
-	holder string
-	token  token.Token
+	clock  Clock  // measures the local deadline; counts suspend (see WithClock)
+	epoch  string // clock's epoch when the acquire was sent
+	// keepOnUnknown: keep the deadline after a renewal of unknown outcome
+	// (the old, unsafe rule); set only by the tests' control.
+	keepOnUnknown bool
+	name          string
+	holder        string
+	token         token.Token
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -34,31 +39,42 @@ type Lease struct {
 
 	mu        sync.Mutex
 	grant     Grant
-	deadline  time.Time // local deadline, with a monotonic reading
-	renewed   time.Time // when the request behind deadline was sent
-	timer     *time.Timer
+	deadline  time.Duration // local deadline, on clock
+	renewed   time.Duration // when the last successful request was sent, on clock
+	timer     *time.Timer   // wakes the watch on the deadline, at least every watchPeriod
 	keepAlive chan struct{} // closed when the keep-alive goroutine ends; nil if never started
 }
 
-// newLease returns the handle of g, granted by a request sent at sent.
-func (m *Manager) newLease(ctx context.Context, g Grant, req AcquireRequest, sent time.Time) *Lease {
+// watchPeriod bounds how long the handle goes without reading its clock.
+// Go's timers run on a clock that stops during suspend, so a timer set for
+// the deadline fires late after a resume; waking at least this often ends
+// the lease's context within watchPeriod of the resume instead.
+const watchPeriod = time.Second
+
+// newLease returns the handle of g, granted by a request sent at sent (on
+// m.clock, in epoch).
+func (m *Manager) newLease(ctx context.Context, g Grant, req AcquireRequest, epoch string, sent time.Duration) *Lease {
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	l := &Lease{
 		store:  m.store,
 		logger: log.With(m.logger, "lease", req.Name, "token", g.Token),
 		margin: m.marginFor,
-		name:   req.Name,
-		holder: req.Holder,
-		token:  g.Token,
-		ctx:    lctx,
-		cancel: cancel,
-		grant:  g,
+		clock:  m.clock,
+		epoch:  epoch,
+
+		keepOnUnknown: m.keepOnUnknown,
+		name:          req.Name,
+		holder:        req.Holder,
+		token:         g.Token,
+		ctx:           lctx,
+		cancel:        cancel,
+		grant:         g,
 	}
 	l.grant.Name, l.grant.Holder = req.Name, req.Holder
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.setDeadline(sent, ttlOf(g, req.TTL))
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	l.timer = time.AfterFunc(wakeIn(l.left()), l.checkDeadline)
 	return l
 }
 
@@ -98,13 +114,18 @@ func (l *Lease) Grant() Grant {
 func (l *Lease) TTL() time.Duration { return l.Grant().TTL }
 
 // Deadline returns the local deadline: the instant before the acquire or the
-// last successful renew was sent, plus TTL, minus the margin. It carries a
-// monotonic clock reading, so wall-clock steps do not move it. The store
-// cannot expire the lease before it; the lease's context ends at it.
+// last successful renew was sent, plus TTL, minus the margin — or earlier,
+// after a renewal whose outcome is unknown (see Renew). The store cannot
+// expire the lease before it; the lease's context ends at it.
+//
+// The deadline is kept on the Manager's clock (WithClock), which counts
+// suspend; Deadline returns it as a time on this process's clock as of the
+// call (time.Now plus the time left), so wall-clock steps do not move it, and
+// after a suspend it comes back earlier by the time spent suspended.
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.deadline
+	return time.Now().Add(l.left())
 }
 
 // Context returns a context that is cancelled when the lease ends, at the
@@ -119,11 +140,12 @@ func (l *Lease) Deadline() time.Time {
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Err returns nil while the lease lasts, then why it ended: ErrReleased, or
-// an error matching ErrLost. It checks the local deadline itself, so it is
-// never later than the clock.
+// an error matching ErrLost. It reads the Manager's clock (which counts
+// suspend) to check the local deadline itself, so it is never later than the
+// clock, even right after a resume.
 func (l *Lease) Err() error {
 	l.mu.Lock()
-	passed := !time.Now().Before(l.deadline)
+	passed := l.left() <= 0
 	l.mu.Unlock()
 	if passed {
 		l.end(l.deadlineError())
@@ -160,12 +182,13 @@ func (l *Lease) end(cause error) {
 }
 
 // checkDeadline runs on the timer: it ends the lease if the local deadline
-// has passed, or sets the timer again if a renewal moved it.
+// has passed, or sets the timer again, for the deadline or watchPeriod,
+// whichever comes first.
 func (l *Lease) checkDeadline() {
 	l.mu.Lock()
-	left := time.Until(l.deadline)
-	if left > 0 {
-		l.timer.Reset(left)
+	left := l.left()
+	if left > 0 && l.ctx.Err() == nil { // an ended lease's timer stops here
+		l.timer.Reset(wakeIn(left))
 	}
 	l.mu.Unlock()
 	if left <= 0 {
@@ -177,10 +200,40 @@ func (l *Lease) deadlineError() error {
 	return fmt.Errorf("%w: %q: the local deadline passed without a successful renewal", ErrLost, l.name)
 }
 
-// setDeadline moves the local deadline to sent + ttl - margin. l.mu must be
-// held.
-func (l *Lease) setDeadline(sent time.Time, ttl time.Duration) {
+// setDeadline moves the local deadline to sent + ttl - margin, after a
+// successful acquire or renew sent at sent. l.mu must be held.
+func (l *Lease) setDeadline(sent, ttl time.Duration) {
 	l.grant.TTL = ttl
 	l.renewed = sent
-	l.deadline = sent.Add(ttl - l.margin(ttl))
+	l.deadline = sent + ttl - l.margin(ttl)
 }
+
+// capDeadline moves the local deadline to sent + ttl - margin if that is
+// earlier, after a renewal for ttl, sent at sent, whose outcome is unknown:
+// if the store committed it, the lease expires ttl after some instant no
+// earlier than sent. l.mu must be held.
+func (l *Lease) capDeadline(sent, ttl time.Duration) {
+	if d := sent + ttl - l.margin(ttl); d < l.deadline {
+		l.deadline = d
+		l.timer.Reset(wakeIn(l.left()))
+	}
+}
+
+// left returns the time left before the local deadline on the handle's
+// clock; zero or less once it has passed, or if the clock's epoch changed
+// (its readings can no longer be compared with the deadline). l.mu must be
+// held.
+func (l *Lease) left() time.Duration {
+	if l.clock.Epoch() != l.epoch {
+		return 0
+	}
+	now := l.clock.Now()
+	if l.clock.Epoch() != l.epoch {
+		return 0
+	}
+	return l.deadline - now
+}
+
+// wakeIn returns when the watch should look at the clock again, with left
+// before the deadline.
+func wakeIn(left time.Duration) time.Duration { return max(min(left, watchPeriod), 0) }

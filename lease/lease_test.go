@@ -13,9 +13,11 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// acquire returns a lease on name with ttl from a new Manager over st.
+// acquire returns a lease on name with ttl from a new Manager over st, on
+// Go's clock (lease.GoClock), which a synctest bubble's virtual time moves.
 func acquire(t *testing.T, st lease.Store, name string, ttl time.Duration, opts ...lease.ManagerOption) *lease.Lease {
 	t.Helper()
+	opts = append([]lease.ManagerOption{lease.WithClock(lease.GoClock())}, opts...)
 	l, err := lease.NewManager(st, opts...).TryAcquire(t.Context(), name, ttl)
 	if err != nil {
 		t.Fatal(err)

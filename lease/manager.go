@@ -23,8 +23,11 @@ type Manager struct {
 	holder     string // fixed holder (WithHolder), or "" for a fresh one per call
 	logger     log.Logger
 	margin     func(time.Duration) time.Duration
+	clock      Clock
 	minBackoff time.Duration
 	maxBackoff time.Duration
+
+	keepOnUnknown bool // the old renew rule, for the tests' control only (export_test.go)
 }
 
 // NewManager returns a Manager over store.
@@ -34,6 +37,7 @@ func NewManager(store Store, opts ...ManagerOption) *Manager {
 		owner:      DefaultOwner(),
 		logger:     log.NewNopLogger(),
 		margin:     DefaultMargin,
+		clock:      SuspendClock(),
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
 	}
@@ -56,12 +60,12 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
-	sent := time.Now()
+	epoch, sent := m.clock.Epoch(), m.clock.Now()
 	g, err := m.store.Acquire(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
-	return m.newLease(ctx, g, req, sent), nil
+	return m.newLease(ctx, g, req, epoch, sent), nil
 }
 
 // Acquire acquires name for ttl, waiting as long as ctx allows for it to come
@@ -107,12 +111,12 @@ func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (
 		if late == nil {
 			req.Wait = waitFor(ctx)
 		}
-		sent := time.Now()
+		epoch, sent := m.clock.Epoch(), m.clock.Now()
 		g, err := m.store.Acquire(ctx, req)
 		if err == nil {
-			took := time.Since(sent)
+			took := m.clock.Now() - sent
 			if took <= usable/2 || refreshes >= maxRefreshes && took < usable {
-				return m.newLease(ctx, g, req, sent), nil
+				return m.newLease(ctx, g, req, epoch, sent), nil
 			}
 			late = &g
 			if refreshes < maxRefreshes {

@@ -115,7 +115,7 @@ func TestInvalidFailsFast(t *testing.T) {
 			st.acquireErr = func(int, lease.AcquireRequest) error { return fmt.Errorf("store: %w", lease.ErrInvalid) }
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			_, err := lease.NewManager(st).Acquire(ctx, tc.lease, tc.ttl)
+			_, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(ctx, tc.lease, tc.ttl)
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Errorf("Acquire = %v, want ErrInvalid", err)
 			}
@@ -149,7 +149,8 @@ func TestMargin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
-				l, err := lease.NewManager(newSpy(), tc.opts...).TryAcquire(t.Context(), "margin/a", time.Second)
+				opts := append([]lease.ManagerOption{lease.WithClock(lease.GoClock())}, tc.opts...)
+				l, err := lease.NewManager(newSpy(), opts...).TryAcquire(t.Context(), "margin/a", time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -107,3 +107,18 @@ func WithBackoff(lo, hi time.Duration) ManagerOption {
 		}
 	}
 }
+
+// WithClock sets the clock on which the Manager's leases measure their local
+// deadlines. The default is SuspendClock(): on Linux CLOCK_BOOTTIME, which
+// counts time spent suspended, as the SQLite store's clock does, so that a
+// machine waking from a suspend longer than the time left finds its leases
+// lost at once (Err) and within a second (Context). Tests pass a fake clock,
+// such as a leasetest.Clock shared with a store, to drive both apart or
+// together. A nil clock keeps the default.
+func WithClock(c Clock) ManagerOption {
+	return func(m *Manager) {
+		if c != nil {
+			m.clock = c
+		}
+	}
+}

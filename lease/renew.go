@@ -16,10 +16,18 @@ import (
 // ctx bounds the request. Errors: ErrInvalid for a bad ttl (nothing is
 // sent); once the lease has ended, its cause (ErrReleased, or an error
 // matching ErrLost) without asking the store; an error matching ErrLost when
-// the store says the lease is gone, which also ends the lease; anything else
-// the store returns (ErrUnavailable, ctx's error, a network error), after
-// which the lease lasts until its local deadline and Renew may be tried
-// again.
+// the store says the lease is gone, which also ends the lease; ErrInvalid
+// from the store, which wrote nothing.
+//
+// Any other error (ctx's error, ErrUnavailable, a network error, an answer
+// that was lost or could not be read) leaves the outcome unknown: the store
+// may have committed the renewal, and then the lease expires ttl after the
+// store received it. So the local deadline moves to the earlier of where it
+// was and the instant before this request was sent plus ttl minus the
+// margin: never later than any outcome allows. A renewal for the same or a
+// longer TTL that fails leaves the deadline where it was; one that shortens
+// the TTL shortens the deadline too. The lease then lasts until its local
+// deadline, and Renew may be tried again.
 func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ttl != 0 {
 		if err := ValidateTTL(ttl); err != nil {
@@ -34,16 +42,27 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ttl == 0 {
 		ttl = l.TTL()
 	}
-	sent := time.Now()
+	sent := l.clock.Now()
 	g, err := l.store.Renew(ctx, l.name, l.holder, l.token, ttl)
 	if err == nil && g.Token != l.token {
 		err = fmt.Errorf("%w: the store renewed token %d as %d", ErrLost, l.token, g.Token)
 	}
 	if err != nil {
 		err = fmt.Errorf("renew %q: %w", l.name, err)
-		if errors.Is(err, ErrLost) {
+		switch {
+		case errors.Is(err, ErrLost):
 			l.gone = err
 			l.end(err)
+		case errors.Is(err, ErrInvalid):
+			// Refused: nothing was written.
+		case l.keepOnUnknown:
+			// The old rule, kept only for the tests' control.
+		default:
+			l.mu.Lock()
+			l.capDeadline(sent, ttl)
+			l.mu.Unlock()
+			level.Debug(l.logger).Log("msg", "renewal outcome unknown; local deadline set to the earliest it allows",
+				"err", err)
 		}
 		return err
 	}
@@ -56,7 +75,7 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 	g.Name, g.Holder = l.name, l.holder
 	l.grant = g
 	l.setDeadline(sent, ttlOf(g, ttl))
-	l.timer.Reset(time.Until(l.deadline))
+	l.timer.Reset(wakeIn(l.left()))
 	return nil
 }
 

@@ -37,13 +37,20 @@
 //
 // Fence enforces tokens in memory, per resource name: Fence.Admit checks and
 // records a token; Fence.Do also runs the write while holding the check, so
-// that a writer cannot be overtaken between the two. A Fence forgets when its
-// process exits; data that outlives the process keeps its fence with it.
+// that a writer cannot be overtaken between the two. A Fence lives in one
+// process and forgets when it exits: replicas of a service, and data that
+// outlives the process, keep the fence with the data.
 //
-// Guard enforces tokens in the caller's own SQL database (SQLite or
-// PostgreSQL): Guard.Admit checks and raises a row of a fences table inside
-// the caller's transaction. CheckUpdate serves the other pattern, a token
-// column in the written row compared in the UPDATE's WHERE clause.
+// In the caller's own SQL database (SQLite or PostgreSQL) the check is one
+// statement inside the caller's transaction. Guard keeps a table of
+// (resource, highest token) rows: Guard.Admit checks and raises one;
+// Guard.CreateTable makes the table, or refuses one of another layout. Rows
+// fences rows that carry their own token in a fence column: Rows.Upsert
+// inserts or updates one, Rows.Update updates an existing one. CheckUpdate
+// turns the result of a fenced UPDATE written by hand into an error.
+// Transact runs the caller's transaction and runs it again after a
+// serialization failure (PostgreSQL at REPEATABLE READ or SERIALIZABLE). Each
+// helper checks the token before it touches the database.
 //
 // For HTTP, Header names the Fencing-Token header; FromRequest and Set read
 // and write it, and Middleware fences a handler with a Fence, answering 409
@@ -51,8 +58,12 @@
 //
 // # Errors
 //
-// A stale token gives a *StaleError, which matches ErrStale. Malformed input —
-// the zero token (ErrZero), a missing header (ErrMissing), text that is not a
-// token — matches ErrInvalid and never ErrStale. Match with errors.Is and
+// A stale token gives a *StaleError, which matches ErrStale: the only error
+// that means "a newer holder exists: stop". Malformed input — the zero token
+// (ErrZero), a missing header (ErrMissing), text that is not a token, a
+// table of another layout — matches ErrInvalid. A missing row (ErrNotFound),
+// an UPDATE that matched no row (ErrNoMatch), a serialization failure
+// (ErrConflict) and a busy SQLite database (ErrBusy) are errors of their own,
+// each saying what to do; none matches ErrStale. Match with errors.Is and
 // errors.As, never by text.
 package token

@@ -26,6 +26,33 @@ var ErrZero = fmt.Errorf("%w: zero is not a token", ErrInvalid)
 // Fencing-Token header. It matches ErrInvalid.
 var ErrMissing = fmt.Errorf("%w: no %s header", ErrInvalid, Header)
 
+// ErrNotFound is the error for a fenced write to a row that does not exist
+// (Rows.Update). Nothing was written, and no newer holder is known: it never
+// matches ErrStale, so the holder must not stop over it. Insert the row first,
+// or write with Rows.Upsert.
+var ErrNotFound = errors.New("token: no such row")
+
+// ErrNoMatch is the error CheckUpdate returns when its UPDATE affected no row:
+// the row is missing or holds a higher token, and the UPDATE's result cannot
+// tell which. Nothing was written. It matches neither ErrStale nor
+// ErrNotFound; Rows.Update tells the two apart.
+var ErrNoMatch = errors.New("token: no row matched")
+
+// ErrConflict matches a serialization failure (PostgreSQL SQLSTATE 40001, or
+// a deadlock, 40P01): the database aborted the transaction because it ran
+// concurrently with another one, at REPEATABLE READ or SERIALIZABLE. It says
+// nothing about the token, even a stale one: roll back and run the whole
+// transaction again, as Transact does. It never matches ErrStale.
+var ErrConflict = errors.New("token: serialization failure")
+
+// ErrBusy matches SQLite's SQLITE_BUSY ("database is locked"): another
+// connection held the write lock and this one did not wait long enough. The
+// error's text says what to set: a busy timeout (modernc.org/sqlite:
+// _pragma=busy_timeout(10000)) so writers wait for each other, and
+// _txlock=immediate so that a transaction takes the write lock when it
+// begins. It never matches ErrStale.
+var ErrBusy = errors.New("token: database is busy")
+
 // StaleError reports a rejected write: Token was presented for Resource, which
 // has already seen Highest. Highest is zero when it is not known (see
 // CheckUpdate).

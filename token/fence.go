@@ -10,6 +10,11 @@ import (
 // rejects lower ones. It is safe for concurrent use; the zero value is an
 // empty fence, ready to use. A Fence must not be copied after first use.
 //
+// A Fence lives in one process. It fences writes that pass through that
+// process only: several replicas of a service each have their own Fence, and
+// a token refused by one is admitted by another. Replicas need the fence
+// where their shared data lives (Guard or Rows in the database they share).
+//
 // A Fence forgets everything when the process exits: a resource restarted
 // with an empty fence would admit a stale token once. Where the data outlives
 // the process, keep the highest token with the data (see Guard and

@@ -45,6 +45,8 @@ type Tx interface {
 // concurrent use.
 type Guard struct {
 	dialect    Dialect
+	schema     string // unquoted, "" for the default
+	name       string // unquoted, without the schema
 	table      string // quoted
 	admitSQL   string
 	highestSQL string
@@ -70,7 +72,10 @@ func NewGuard(d Dialect, table string) (*Guard, error) {
 	if d == PostgreSQL {
 		p1, p2 = "$1", "$2"
 	}
-	g := &Guard{dialect: d, table: quoted}
+	g := &Guard{dialect: d, table: quoted, name: table}
+	if i := strings.IndexByte(table, '.'); i >= 0 {
+		g.schema, g.name = table[:i], table[i+1:]
+	}
 	// The alias "cur" names the existing row; "excluded" is the proposed one.
 	g.admitSQL = "INSERT INTO " + quoted + " AS cur (resource, token) VALUES (" + p1 + ", " + p2 + ")" +
 		" ON CONFLICT (resource) DO UPDATE SET token = excluded.token WHERE excluded.token >= cur.token"
@@ -93,14 +98,23 @@ func (g *Guard) AdmitSQL() string { return g.admitSQL }
 // does not exist, for migration files.
 func (g *Guard) CreateTableSQL() string { return g.createSQL }
 
-// CreateTable creates the guard's table if it does not exist.
+// CreateTable creates the guard's table if it does not exist, and checks the
+// table it finds: exactly the columns resource and token, resource the
+// primary key with a text type compared byte for byte (SQLite: TEXT affinity
+// and BINARY collation; PostgreSQL: text or varchar with a deterministic
+// collation), token an integer NOT NULL (SQLite: INTEGER affinity;
+// PostgreSQL: bigint). A table of another layout would fence wrongly without
+// an error — a TEXT token column orders "10" before "9", a NOCASE resource
+// column makes "R" and "r" one resource, an integer column overflows at
+// 2^31 — so it is refused, never used. Call it once at startup.
 //
-// Errors: the database's error, wrapped.
+// Errors: an error matching ErrInvalid that names every difference, for a
+// table of another layout; the database's error, wrapped.
 func (g *Guard) CreateTable(ctx context.Context, tx Tx) error {
 	if _, err := tx.ExecContext(ctx, g.createSQL); err != nil {
-		return fmt.Errorf("token: create table %s: %w", g.table, err)
+		return wrapDB("create table "+g.table, err)
 	}
-	return nil
+	return g.checkTable(ctx, tx)
 }
 
 // Admit admits t for resource inside the caller's transaction tx: one
@@ -110,28 +124,40 @@ func (g *Guard) CreateTable(ctx context.Context, tx Tx) error {
 // and commit only if it returns nil. The check and the write then commit
 // together or not at all, and the fence row stays locked until the
 // transaction ends (SQLite's write lock; PostgreSQL's row lock), so no
-// writer with another token can pass the fence in between. With SQLite, begin
-// the transaction IMMEDIATE (modernc.org/sqlite: _txlock=immediate) or make
-// Admit its first statement, or a concurrent writer can make it fail with
-// SQLITE_BUSY (an error, never a wrong answer).
+// writer with another token can pass the fence in between.
+//
+// Isolation: at READ COMMITTED (PostgreSQL's default) Admit works as it is. At
+// REPEATABLE READ or SERIALIZABLE, PostgreSQL fails contended transactions
+// with a serialization failure (ErrConflict), whatever the token: run the
+// transaction with Transact, which runs it again.
+//
+// SQLite: open the database with a busy timeout and IMMEDIATE transactions
+// (modernc.org/sqlite: ?_pragma=busy_timeout(10000)&_txlock=immediate).
+// Without a busy timeout (modernc's default is none) a writer that finds the
+// database locked fails at once with SQLITE_BUSY (ErrBusy); without
+// IMMEDIATE, a transaction that read before Admit can fail with SQLITE_BUSY
+// even with one. Either way it is an error, never a wrong answer.
 //
 // ctx is passed to the database calls.
 //
 // Errors: *StaleError (matching ErrStale) if t is stale, with Highest read
 // back in tx: the caller must roll back and stop; ErrZero or an error
 // matching ErrInvalid for a zero token or one above Max, without touching the
-// database; the database's error, wrapped.
+// database; an error matching ErrConflict for a serialization failure, or
+// ErrBusy for SQLITE_BUSY, each saying what to do; the database's error,
+// wrapped.
 func (g *Guard) Admit(ctx context.Context, tx Tx, resource string, t Token) error {
 	if err := check(t); err != nil {
 		return err
 	}
+	op := fmt.Sprintf("admit %q", resource)
 	res, err := tx.ExecContext(ctx, g.admitSQL, resource, int64(t))
 	if err != nil {
-		return fmt.Errorf("token: admit %q: %w", resource, err)
+		return wrapDB(op, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("token: admit %q: %w", resource, err)
+		return wrapDB(op, err)
 	}
 	if n > 0 {
 		return nil
@@ -154,7 +180,7 @@ func (g *Guard) Highest(ctx context.Context, tx Tx, resource string) (Token, err
 	case err == sql.ErrNoRows:
 		return 0, nil
 	case err != nil:
-		return 0, fmt.Errorf("token: highest %q: %w", resource, err)
+		return 0, wrapDB(fmt.Sprintf("highest %q", resource), err)
 	}
 	return Token(h), nil
 }

@@ -8,37 +8,50 @@ import (
 // CheckUpdate turns the result of a fenced UPDATE into an error. The fenced
 // UPDATE keeps the highest token in a column of the row it writes and makes
 // the comparison part of its WHERE clause, so check and write are one
-// statement:
+// statement. Run it in a transaction and commit only if CheckUpdate returns
+// nil (PostgreSQL: $1, $2, ... for ?):
 //
 //	res, err := tx.ExecContext(ctx,
 //		`UPDATE jobs SET result = ?, fence = ? WHERE id = ? AND fence <= ?`,
 //		result, int64(t), id, int64(t))
-//	if err := token.CheckUpdate(res, err, "job:"+id, t); err != nil {
-//		return err // on ErrStale: roll back and stop
+//	if err := token.CheckUpdate(res, err, "jobs/"+id, t); err != nil {
+//		return err // roll back
 //	}
 //
 // "fence <= ?" admits an equal token, so the current holder may write many
-// times. Zero rows affected means the row's token is higher, or that the row
-// does not exist: CheckUpdate cannot tell these apart, so create the row
-// (with fence 0) before fencing it, or use Guard. The database must count
-// matched rows, as SQLite and PostgreSQL do (MySQL counts changed rows unless
-// told otherwise, which would make a repeated identical write look stale).
+// times. The fence column must be a 64-bit integer (PostgreSQL: bigint, not
+// integer, which overflows at 2^31). int64(t) is exact for every valid token
+// (at most Max, 2^53-1); CheckUpdate refuses any other, so roll back on its
+// error and an invalid token is never stored.
 //
-// The returned *StaleError has Highest zero ("unknown"); a caller that wants
-// it can read the fence column in the same transaction and set it.
+// Zero rows affected means the row holds a higher token or does not exist,
+// and the UPDATE's result cannot say which: CheckUpdate then returns an error
+// matching ErrNoMatch, not ErrStale, since a missing row is no sign of a
+// newer holder. Rows.Update runs the same UPDATE and tells the two apart
+// (ErrStale or ErrNotFound); Rows.Upsert also inserts a missing row. The
+// database must count matched rows, as SQLite and PostgreSQL do (MySQL counts
+// changed rows unless told otherwise, which would make a repeated identical
+// write look like no match).
 //
-// Errors: err wrapped, if the statement failed; *StaleError (matching
-// ErrStale) when no row was affected; RowsAffected's error, wrapped.
+// Errors: ErrZero or an error matching ErrInvalid for a zero token or one
+// above Max (checked first); err wrapped, if the statement failed (matching
+// ErrConflict or ErrBusy as Guard.Admit's); an error matching ErrNoMatch
+// when no row was affected; RowsAffected's error, wrapped.
 func CheckUpdate(res sql.Result, err error, resource string, t Token) error {
+	if err := check(t); err != nil {
+		return err
+	}
+	op := fmt.Sprintf("fenced update of %q", resource)
 	if err != nil {
-		return fmt.Errorf("token: fenced update of %q: %w", resource, err)
+		return wrapDB(op, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("token: fenced update of %q: %w", resource, err)
+		return wrapDB(op, err)
 	}
 	if n == 0 {
-		return &StaleError{Resource: resource, Token: t}
+		return fmt.Errorf("%w: %s with token %d: the row holds a higher token or does not exist (token.Rows tells which)",
+			ErrNoMatch, op, t)
 	}
 	return nil
 }

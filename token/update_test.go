@@ -6,11 +6,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/picketlock/picket/token"
 )
 
 // TestCheckUpdate runs the fenced UPDATE pattern against a real SQLite file.
+// No row affected is ErrNoMatch — never ErrStale, since a missing row is no
+// sign of a newer holder — and an invalid token is refused, so that the
+// caller rolls back and never stores it.
 func TestCheckUpdate(t *testing.T) {
 	ctx := context.Background()
 	db := openSQLite(t)
@@ -18,38 +20,46 @@ func TestCheckUpdate(t *testing.T) {
 		INSERT INTO jobs (id) VALUES ('42')`); err != nil {
 		t.Fatal(err)
 	}
+	// update runs the fenced UPDATE in a transaction, committed only if
+	// CheckUpdate accepts it.
 	update := func(id, result string, tok token.Token) error {
-		res, err := db.ExecContext(ctx, `UPDATE jobs SET result = ?, fence = ? WHERE id = ? AND fence <= ?`,
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET result = ?, fence = ? WHERE id = ? AND fence <= ?`,
 			result, int64(tok), id, int64(tok))
-		return token.CheckUpdate(res, err, "job:"+id, tok)
+		if err := token.CheckUpdate(res, err, "jobs/"+id, tok); err != nil {
+			return err
+		}
+		return tx.Commit()
 	}
 	steps := []struct {
-		name   string
-		id     string
-		result string
-		token  token.Token
-		stale  bool
-		want   string // the row's result afterwards
+		name    string
+		id      string
+		result  string
+		token   token.Token
+		wantErr error // the sentinel the error must match; never ErrStale
+		want    string
 	}{
 		{name: "first holder", id: "42", result: "A1", token: 2, want: "A1"},
 		{name: "same holder again", id: "42", result: "A2", token: 2, want: "A2"},
 		{name: "newer holder", id: "42", result: "B", token: 3, want: "B"},
-		{name: "stale holder", id: "42", result: "A3", token: 2, stale: true, want: "B"},
-		{name: "missing row looks stale", id: "7", result: "X", token: 9, stale: true, want: "B"},
+		{name: "stale holder", id: "42", result: "A3", token: 2, wantErr: token.ErrNoMatch, want: "B"},
+		{name: "missing row", id: "7", result: "X", token: 9, wantErr: token.ErrNoMatch, want: "B"},
+		{name: "zero token", id: "42", result: "Z", token: 0, wantErr: token.ErrZero, want: "B"},
+		{name: "token 2^53", id: "42", result: "Z", token: token.Max + 1, wantErr: token.ErrInvalid, want: "B"},
+		{name: "token 2^63 (int64 wraps)", id: "42", result: "Z", token: 1 << 63, wantErr: token.ErrInvalid, want: "B"},
+		{name: "largest token after the refusals", id: "42", result: "M", token: token.Max, want: "M"},
 	}
 	for _, s := range steps {
 		err := update(s.id, s.result, s.token)
-		if s.stale {
-			var got *token.StaleError
-			if !errors.As(err, &got) || !errors.Is(err, token.ErrStale) {
-				t.Fatalf("%s: %v, want a *StaleError", s.name, err)
-			}
-			want := &token.StaleError{Resource: "job:" + s.id, Token: s.token}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s: StaleError (-want +got):\n%s", s.name, diff)
-			}
-		} else if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
+		switch {
+		case s.wantErr == nil && err != nil:
+			t.Errorf("%s: %v", s.name, err)
+		case s.wantErr != nil && (!errors.Is(err, s.wantErr) || errors.Is(err, token.ErrStale) || errors.Is(err, token.ErrNotFound)):
+			t.Errorf("%s: %v; want it matching %v and neither ErrStale nor ErrNotFound", s.name, err, s.wantErr)
 		}
 		var result string
 		if err := db.QueryRowContext(ctx, `SELECT result FROM jobs WHERE id = '42'`).Scan(&result); err != nil {
@@ -58,6 +68,15 @@ func TestCheckUpdate(t *testing.T) {
 		if result != s.want {
 			t.Errorf("%s: result = %q, want %q", s.name, result, s.want)
 		}
+	}
+}
+
+// TestCheckUpdateInvalidBeforeError checks that the token is validated before
+// anything else is looked at.
+func TestCheckUpdateInvalidBeforeError(t *testing.T) {
+	err := token.CheckUpdate(nil, errors.New("boom"), "r", 0)
+	if !errors.Is(err, token.ErrZero) {
+		t.Errorf("CheckUpdate(token 0, failed statement) = %v, want ErrZero", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,7 +41,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	authFile := fs.String("auth-token-file", "", "remote mode: read the bearer token from `file`")
 	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
 	d := fs.Duration("d", benchmarks.DefaultDuration, "how long each step runs")
-	names := fs.String("names", "both", "the workloads: distinct (acquire+release cycles and fresh grants), hot (one name), or both")
+	names := fs.String("names", "all", "the workloads, comma-separated: distinct (acquire+release, each client its own name), fresh (new names, never released), hot (one name, hand-over), or all")
 	asJSON := fs.Bool("json", false, "print one JSON object per row instead of the table")
 	chart := fs.String("chart", "", "write an SVG chart of grants/s against clients to `file`")
 	if err := parse(fs, args, false); err != nil {
@@ -53,16 +54,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *d <= 0 || *d > maxBenchDuration {
 		return usagef("bench: -d %v is out of bounds (0, %v]", *d, maxBenchDuration)
 	}
-	var workloads []string
-	switch *names {
-	case "distinct":
-		workloads = []string{benchmarks.Distinct, benchmarks.Fresh}
-	case "hot":
-		workloads = []string{benchmarks.Hot}
-	case "both":
-		workloads = []string{benchmarks.Distinct, benchmarks.Fresh, benchmarks.Hot}
-	default:
-		return usagef("bench: -names %q: want distinct, hot or both", *names)
+	workloads, err := parseWorkloads(*names)
+	if err != nil {
+		return err
 	}
 	if *server != "" && *db != "" {
 		return usagef("bench: -db and -server exclude each other")
@@ -86,13 +80,17 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		Clients:   clients,
 		Workloads: workloads,
 		Duration:  *d,
+		// A server is shared: leave nothing on it. A temporary file is
+		// deleted anyway, and on an existing file the fresh grants expire
+		// after the run's TTL like any other lease.
+		Cleanup: *server != "",
 		Progress: func(p benchmarks.Progress) {
 			if p.Row != nil {
 				fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d %s\n", p.Elapsed.Seconds(), p.Step, p.Steps, progressLine(*p.Row))
 			}
 		},
 	})
-	if err := printRows(e.stdout, rows, *asJSON); err != nil {
+	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: kind, Where: where, DurationMS: d.Milliseconds(), TTLMS: benchmarks.DefaultTTL.Milliseconds()}); err != nil {
 		return err
 	}
 	if *chart != "" && len(rows) > 0 {
@@ -101,6 +99,27 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return runErr
+}
+
+// parseWorkloads reads -names: workloads, comma-separated, or "all".
+func parseWorkloads(s string) ([]string, error) {
+	if s == "all" {
+		return slices.Clone(benchmarks.DefaultWorkloads), nil
+	}
+	if s == "both" {
+		return nil, usagef("bench: -names both was ambiguous and is gone: say all (every workload) or a list such as distinct,hot")
+	}
+	var out []string
+	for w := range strings.SplitSeq(s, ",") {
+		w = strings.TrimSpace(w)
+		if !slices.Contains(benchmarks.DefaultWorkloads, w) {
+			return nil, usagef("bench: -names %q: %q is not a workload (want distinct, fresh, hot, a comma list of them, or all)", s, w)
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
 }
 
 // parseClients reads -c: client counts, comma-separated.
@@ -192,11 +211,30 @@ func progressLine(r benchmarks.Row) string {
 	return s
 }
 
-// printRows prints the table, or one JSON object per row.
-func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool) error {
+// benchSettings say what a run measured; every -json row carries them, so a
+// row read on its own says which store and which settings made it.
+type benchSettings struct {
+	Store      string // "embedded SQLite file", "over HTTP", ...
+	Where      string // the file or the server
+	DurationMS int64  // of each step
+	TTLMS      int64  // of the leases taken
+}
+
+// printRows prints the table, or one JSON object per row: the row's fields
+// and the run's settings.
+func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool, set benchSettings) error {
 	if asJSON {
 		for _, r := range rows {
-			if err := printJSON(w, r); err != nil {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			row := map[string]any{}
+			if err := json.Unmarshal(b, &row); err != nil {
+				return err
+			}
+			row["store"], row["where"], row["duration_ms"], row["ttl_ms"] = set.Store, set.Where, set.DurationMS, set.TTLMS
+			if err := printJSON(w, row); err != nil {
 				return err
 			}
 		}

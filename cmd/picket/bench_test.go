@@ -26,6 +26,9 @@ type benchRow struct {
 	P50          *float64 `json:"p50_ms"`
 	P99          *float64 `json:"p99_ms"`
 	Errors       *int64   `json:"errors"`
+	Store        string   `json:"store"`
+	DurationMS   int64    `json:"duration_ms"`
+	TTLMS        int64    `json:"ttl_ms"`
 }
 
 func decodeBenchRows(t *testing.T, r result) []benchRow {
@@ -36,7 +39,8 @@ func decodeBenchRows(t *testing.T, r result) []benchRow {
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			t.Fatalf("bench -json line %q: %v\nstderr:\n%s", line, err, r.stderr)
 		}
-		if row.GrantsPerSec == nil || row.CyclesPerSec == nil || row.P50 == nil || row.P99 == nil || row.Errors == nil {
+		if row.GrantsPerSec == nil || row.CyclesPerSec == nil || row.P50 == nil || row.P99 == nil || row.Errors == nil ||
+			row.Store == "" || row.DurationMS <= 0 || row.TTLMS <= 0 {
 			t.Fatalf("bench -json line %q lacks a field", line)
 		}
 		rows = append(rows, row)
@@ -156,7 +160,29 @@ func TestBenchServer(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("picket bench: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
-	checkBenchRows(t, decodeBenchRows(t, r), []string{"distinct 2", "fresh 2", "hot 2"})
+	rows := decodeBenchRows(t, r)
+	checkBenchRows(t, rows, []string{"distinct 2", "fresh 2", "hot 2"})
+	if rows[0].Store != "over HTTP" || rows[0].DurationMS != 200 {
+		t.Errorf("row settings: store %q, duration %d ms; want over HTTP, 200", rows[0].Store, rows[0].DurationMS)
+	}
+	// A server is shared: the bench removed every lease it created.
+	if ls := runPicket(t, "ls", "-server", srv.url, "-prefix", "picket-bench/"); ls.code != exitOK || strings.Count(ls.stdout, "\n") != 1 {
+		t.Errorf("after bench -server, ls shows (exit %d):\n%s", ls.code, ls.stdout)
+	}
+}
+
+// TestBenchWorkloads: -names takes a comma list of workloads or all; the
+// old, ambiguous "both" is a usage error that says what to write instead.
+func TestBenchWorkloads(t *testing.T) {
+	db := tempDB(t)
+	r := runPicket(t, "bench", "-db", db, "-d", "500ms", "-c", "1", "-names", "fresh,hot", "-json")
+	if r.code != exitOK {
+		t.Fatalf("bench -names fresh,hot: exit %d: %s", r.code, r.stderr)
+	}
+	checkBenchRows(t, decodeBenchRows(t, r), []string{"fresh 1", "hot 1"})
+	if r := runPicket(t, "bench", "-db", db, "-d", "50ms", "-c", "1", "-names", "both"); r.code != exitUsage || !strings.Contains(r.stderr, "all") {
+		t.Errorf("bench -names both: exit %d, stderr %q; want a usage error pointing to all", r.code, r.stderr)
+	}
 }
 
 func TestBenchUsage(t *testing.T) {

@@ -72,3 +72,19 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsNameThingsOnce: an error names the call and the lease once, not
+// once per layer it passed through.
+func TestErrorsNameThingsOnce(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	for _, args := range [][]string{
+		{"release", "-db", db, "-name", "jobs/nightly", "-holder", "h", "-token", "1"},
+		{"renew", "-db", db, "-name", "jobs/nightly", "-holder", "h", "-token", "1"},
+		{"get", "-db", db, "-name", "jobs/nightly"},
+	} {
+		r := runPicket(t, args...)
+		if r.code == exitOK || strings.Count(r.stderr, `"jobs/nightly"`) != 1 || strings.Count(r.stderr, args[0]) != 1 {
+			t.Errorf("picket %s: exit %d, stderr %q; want the call and the name once each", args[0], r.code, r.stderr)
+		}
+	}
+}

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-
-	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/token"
 )
 
 const helpText = `picket: leases with fencing tokens, on one SQLite file or a picket server.
@@ -15,13 +10,19 @@ const helpText = `picket: leases with fencing tokens, on one SQLite file or a pi
 Usage:
   picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F] [-lock-delay D]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
-  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-db F | -server URL] -- CMD [ARGS...]
+                 [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
+                 [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
+                 [-log-level info] [-log-format logfmt|json]
+  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
+                 -- CMD [ARGS...]
   picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-db F | -server URL]
   picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
   picket release -name N -holder H -token T [-db F | -server URL]
   picket ls      [-prefix P] [-json] [-db F | -server URL]
   picket get     -name N [-db F | -server URL]
-  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names distinct|hot|both] [-json] [-chart FILE.svg]
+  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
+                 (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket version                  (also: picket -version)
   picket help
 
@@ -38,20 +39,25 @@ a flag on the command line wins. -server takes a URL or a bare host:port.
 
 picket run holds the lease while CMD runs: it waits up to -wait for the name,
 runs CMD with PICKET_LEASE (the name) and PICKET_TOKEN (the fencing token) in
-its environment, renews the lease at about a third of its TTL, and if the lease
-is lost sends CMD SIGTERM, then SIGKILL after -grace. SIGINT and SIGTERM sent to
-picket are passed on to CMD. Write with PICKET_TOKEN to a fenced resource: that,
-not the lease, is what keeps a paused CMD from overwriting its successor.
+its environment, and renews the lease at about a third of its TTL. Two commands
+guarded by one name never run at the same time, unless a process is paused
+past the TTL:
+  - CMD dies with picket run: if picket run is killed, even with SIGKILL, the
+    kernel kills CMD (Linux parent-death signal), and a guard process kills
+    CMD's process group;
+  - when renewals fail, CMD gets SIGTERM early enough that the SIGKILL sent
+    -grace later lands before the lease's local deadline; a lease found lost
+    kills CMD at once. -grace must leave the first renewal half a renewal
+    period to get through: at most 0.4*TTL - min(TTL/20, 1s). The default
+    (10s) shrinks to that; a larger explicit -grace is a usage error;
+  - signals go to CMD's whole process group.
+CMD keeps the terminal, as under flock(1): it can read it, and ^C and ^Z reach
+it (picket run stops with it and resumes it on fg). SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGTSTP, SIGUSR1 and SIGUSR2 sent to picket run are passed on to CMD.
+Write with PICKET_TOKEN to a fenced resource: that, not the lease, is what
+keeps a paused CMD from overwriting its successor.
 
 Exit status:
-  0    success (run: CMD exited 0)
-  1    error: the store is unavailable, I/O or network failure
-  2    usage: bad flags or arguments; nothing was done
-  3    not acquired: the name is held by someone else (after -wait, if given)
-  4    lease lost: renew or release rejected, or (run) the lease was lost while CMD ran
-  5    not found: get found no live lease under that name
-  130  interrupted before the lease was acquired
-  run: otherwise CMD's own exit status, or 128+N if CMD was killed by signal N
 `
 
 func printHelp(w io.Writer) {
@@ -60,21 +66,5 @@ func printHelp(w io.Writer) {
 		list += fmt.Sprintf("  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, helpText, list)
-}
-
-// codeFor maps an error from a store or a lease to an exit status.
-func codeFor(err error) int {
-	switch {
-	case errors.Is(err, lease.ErrInvalid):
-		return exitUsage
-	case errors.Is(err, lease.ErrHeld):
-		return exitHeld
-	case errors.Is(err, lease.ErrLost), errors.Is(err, token.ErrStale):
-		return exitLost
-	case errors.Is(err, lease.ErrNotFound):
-		return exitNotFound
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	}
-	return exitError
+	printExitStatuses(w)
 }

@@ -24,18 +24,6 @@ func main() {
 	os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// Exit codes. The command documents them in "picket help"; scripts rely on
-// them, so they never change meaning.
-const (
-	exitOK          = 0 // success
-	exitError       = 1 // any other failure: store unavailable, I/O, network
-	exitUsage       = 2 // bad flags or arguments; nothing was done
-	exitHeld        = 3 // not acquired: the name is held by someone else (after -wait, if given)
-	exitLost        = 4 // the lease is lost: renew/release rejected, or lost while "run" ran the command
-	exitNotFound    = 5 // get: no live lease under that name
-	exitInterrupted = 130
-)
-
 // usageError marks errors in the command line; run maps it to exitUsage.
 type usageError struct{ msg string }
 
@@ -81,6 +69,7 @@ func commands() []command {
 		{"release", "release a lease", runRelease},
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
+		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
 		{"version", "print the version, VCS revision and Go version", runVersion},
 		{"help", "print this help", nil},
@@ -102,6 +91,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if name == "-version" || name == "--version" {
 		printVersion(stdout)
 		return exitOK
+	}
+	if name == runGuardCommand {
+		return exitCode(stderr, runGuard(rest))
 	}
 	for _, c := range commands() {
 		if c.name == name && c.run != nil {

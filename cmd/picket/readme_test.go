@@ -113,7 +113,7 @@ func splitShell(s string) []string {
 	return args
 }
 
-// curlRequest turns curl's -s, -X, -d, --data-binary and -H into a request
+// curlRequest turns curl's -s, -X, -d, --data-binary, --json and -H into a request
 // to base.
 func curlRequest(t *testing.T, args []string, base string) *http.Request {
 	t.Helper()
@@ -131,6 +131,14 @@ func curlRequest(t *testing.T, args []string, base string) *http.Request {
 			if method == "GET" {
 				method = "POST"
 			}
+		case "--json": // curl 7.82+: -d with JSON's Content-Type and Accept
+			i++
+			body = args[i]
+			if method == "GET" {
+				method = "POST"
+			}
+			header.Set("Content-Type", "application/json")
+			header.Set("Accept", "application/json")
 		case "-H":
 			i++
 			k, v, _ := strings.Cut(args[i], ":")

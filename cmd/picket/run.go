@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -14,11 +15,20 @@ import (
 )
 
 // DefaultGrace is how long "picket run" waits after SIGTERM before it sends
-// SIGKILL to a command whose lease was lost.
+// SIGKILL to a command whose lease could not be renewed. A TTL too short for
+// it shrinks it (see maxGrace).
 const DefaultGrace = 10 * time.Second
 
+// probeTimeout bounds the one extra attempt "picket run -wait" makes when
+// the wait ran out without any answer from the store (see takeLease).
+const probeTimeout = time.Second
+
+// maxTryTimeout bounds the wait for the answer to a single attempt (no
+// -wait); see tryTimeout.
+const maxTryTimeout = 10 * time.Second
+
 // runRun is "picket run": a distributed flock(1). It holds the lease while
-// the command runs and kills the command when the lease is lost.
+// the command runs and stops the command before the lease can end.
 func runRun(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "run")
 	var sf storeFlags
@@ -26,8 +36,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	name := fs.String("name", "", "the lease `name` (required)")
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's time to live; it is renewed at about a third of it")
 	wait := fs.Duration("wait", 0, "how long to wait for the lease (0: give up at once if it is held)")
-	grace := fs.Duration("grace", DefaultGrace, "after SIGTERM to a command whose lease was lost, wait this long before SIGKILL")
+	grace := fs.Duration("grace", DefaultGrace, "after SIGTERM to a command whose lease cannot be renewed, wait this long before SIGKILL (shrunk to fit a short -ttl)")
 	owner := fs.String("owner", lease.DefaultOwner(), "a label for people: who holds the lease")
+	conflict := fs.Int("conflict-exit-code", exitHeld, "the exit `status` when the name is held by someone else (flock's -E)")
 	if err := parse(fs, args, true); err != nil {
 		return err
 	}
@@ -39,26 +50,46 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return usagef("run: no command given (picket run -name N -- CMD ARGS...)")
 	case *wait < 0 || *grace < 0:
 		return usagef("run: -wait and -grace must not be negative")
+	case *conflict < 0 || *conflict > 255:
+		return usagef("run: -conflict-exit-code must be between 0 and 255")
 	}
 	if err := lease.ValidateTTL(*ttl); err != nil {
 		return usagef("run: -ttl: %v", err)
 	}
-	s, err := sf.open(fs)
+	g, err := graceFor(*ttl, *grace, flagSet(fs, "grace"))
 	if err != nil {
 		return err
+	}
+	path, err := lookCommand(argv[0])
+	if err != nil {
+		return err
+	}
+	// Signals are ours from the start: before the lease is granted they
+	// cancel the wait; afterwards they go to the command.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
+	s, err := sf.open(fs)
+	if err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) || sf.server != "" {
+			return err // flags, or the auth token file: nothing was asked of the store
+		}
+		return &exitStatus{exitUnavailable, fmt.Errorf("run: %w", err)}
 	}
 	defer s.Close()
 
-	// Signals are ours from the start: before the lease is granted they
-	// cancel the wait; afterwards they go to the command.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	l, err := acquireForRun(ctx, lease.NewManager(s, lease.WithOwner(*owner)), *name, *ttl, *wait, sigs)
+	renewals := &lastError{}
+	m := lease.NewManager(s, lease.WithOwner(*owner), lease.WithLogger(renewals))
+	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs)
 	if err != nil {
+		if errors.Is(err, lease.ErrHeld) {
+			return &exitStatus{*conflict, err}
+		}
 		return err
 	}
+	renewals.reset() // from here on, only the renewals' errors
 	l.KeepAlive()
 	// Whatever happens next, give the lease back; a lost lease answers
 	// ErrLost, which changes nothing.
@@ -68,47 +99,100 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		_ = l.Release(rctx)
 	}()
 
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	cmd.Env = append(os.Environ(),
-		"PICKET_LEASE="+l.Name(),
-		"PICKET_TOKEN="+l.Token().String(),
-	)
-	// Its own process group, so that SIGKILL reaches whatever the command
-	// started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run: %w", err)
+	env := append(os.Environ(), "PICKET_LEASE="+l.Name(), "PICKET_TOKEN="+l.Token().String())
+	c, err := startCommand(e, path, argv, env)
+	if err != nil {
+		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	defer c.close()
+	// From now on the job-control signals go to the command too, and picket
+	// run stops when the command does (see child.followStop).
+	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGUSR1, syscall.SIGUSR2)
+	return superviseCommand(e, l, c, g, sigs, renewals)
+}
 
+// superviseCommand waits for the command to exit, passing signals on and
+// stopping it on the schedule of stopSchedule when the lease cannot be kept.
+func superviseCommand(e *env, l *lease.Lease, c *child, grace time.Duration, sigs <-chan os.Signal, renewals *lastError) error {
+	sched := stopSchedule{grace: grace, margin: killMargin(l.TTL())}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	leaseDone := l.Context().Done()
+	var stopped error // why the command is being stopped; nil while it is not
 	for {
 		select {
-		case err := <-done:
+		case st := <-c.exited:
+			if stopped != nil {
+				return &exitStatus{exitLost, fmt.Errorf("run: %v (the command %s)", stopped, st)}
+			}
 			if lostErr := leaseLost(l); lostErr != nil {
 				// The command finished, but the lease ended under it:
 				// whatever it wrote after that was not protected by the
 				// lease. Say so rather than pass its status on.
-				return &exitStatus{exitLost, fmt.Errorf("run: %v (the command exited: %v)", lostErr, describeExit(err))}
+				return &exitStatus{exitLost, fmt.Errorf("run: %v (the command %s)", lostErr, st)}
 			}
-			return commandStatus(err)
+			return st.exitStatus()
 		case sig := <-sigs:
-			_ = syscall.Kill(-cmd.Process.Pid, sig.(syscall.Signal))
-		case <-leaseDone:
-			lostErr := leaseLost(l)
-			if lostErr == nil {
-				// Released (only this function releases, after the
-				// command): stop watching a channel that stays closed.
-				leaseDone = nil
+			c.signal(sig.(syscall.Signal))
+			if sig == syscall.SIGTERM || sig == syscall.SIGHUP {
+				c.signal(syscall.SIGCONT) // a stopped command must see them
+			}
+		case sig := <-c.stopped:
+			if !c.followStop(sig) {
 				continue
 			}
-			fmt.Fprintf(e.stderr, "picket: run: %v; stopping the command\n", lostErr)
-			stopCommand(cmd, done, *grace)
-			return &exitStatus{exitLost, fmt.Errorf("run: %v", lostErr)}
+			// picket run was stopped with the command and is continued
+			// now; the lease may have ended meanwhile.
+			if lostErr := leaseLost(l); lostErr != nil {
+				if stopped == nil {
+					stopped = lostErr
+					fmt.Fprintf(e.stderr, "picket: run: %v; killing the command\n", stopped)
+				}
+				c.signal(syscall.SIGKILL)
+				continue
+			}
+			c.resume()
+		case <-leaseDone:
+			leaseDone = nil // closed for good: only the timer looks at the lease from now on
+			resetTimer(timer, 0)
+		case <-timer.C:
+			now := time.Now()
+			act, next := sched.next(now, l)
+			switch act {
+			case actKill:
+				if stopped == nil {
+					stopped = stopReason(l, renewals)
+					fmt.Fprintf(e.stderr, "picket: run: %v; killing the command\n", stopped)
+				}
+				c.signal(syscall.SIGKILL)
+			case actTerm:
+				stopped = stopReason(l, renewals)
+				fmt.Fprintf(e.stderr, "picket: run: %v; stopping the command (SIGTERM, SIGKILL in %v)\n",
+					stopped, next.Sub(now).Round(time.Millisecond))
+				c.signal(syscall.SIGTERM)
+				c.signal(syscall.SIGCONT)
+			}
+			if !next.IsZero() {
+				resetTimer(timer, next.Sub(now))
+			}
 		}
 	}
+}
+
+// stopReason says why the command is being stopped.
+func stopReason(l *lease.Lease, renewals *lastError) error {
+	if err := leaseLost(l); err != nil {
+		return err
+	}
+	if last := renewals.get(); last != nil {
+		return fmt.Errorf("%w: %q could not be renewed before its local deadline (last error: %v)", lease.ErrLost, l.Name(), last)
+	}
+	return fmt.Errorf("%w: %q could not be renewed before its local deadline", lease.ErrLost, l.Name())
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	t.Reset(max(d, 0))
 }
 
 // acquireForRun takes the lease, waiting up to wait; a signal cancels the
@@ -140,20 +224,55 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 	return l, nil
 }
 
-// takeLease acquires name through m: one try when wait is zero, otherwise
-// waiting up to wait. A wait that runs out is an error matching
-// lease.ErrHeld, so the exit status says "not acquired".
+// takeLease acquires name through m: one try when wait is zero (bounded by
+// tryTimeout), otherwise waiting up to wait. Its errors say what is known of the name: one
+// matching lease.ErrHeld only when the store said the name is held, one
+// matching lease.ErrUnavailable when the store could not be reached or
+// refused to grant (for the whole wait, if there was one).
+//
+// A wait can run out inside a store's own wait, with no answer at all; that
+// says nothing of the name, so takeLease then asks once more without
+// waiting, for at most probeTimeout, and reports that answer (or the lease,
+// if the name came free just then).
 func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration) (*lease.Lease, error) {
 	if wait == 0 {
-		return m.TryAcquire(ctx, name, ttl)
+		d := tryTimeout(ttl)
+		tctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		l, err := m.TryAcquire(tctx, name, ttl)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: no answer from the store within %v: %w", lease.ErrUnavailable, d, err)
+		}
+		return l, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	l, err := m.Acquire(wctx, name, ttl)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		err = fmt.Errorf("%w: %q not granted within %v", lease.ErrHeld, name, wait)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return l, err
 	}
-	return l, err
+	if errors.Is(err, lease.ErrHeld) || errors.Is(err, lease.ErrUnavailable) {
+		return nil, fmt.Errorf("not granted within %v: %w", wait, err)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
+	defer pcancel()
+	l, perr := m.TryAcquire(pctx, name, ttl)
+	switch {
+	case perr == nil:
+		return l, nil
+	case errors.Is(perr, lease.ErrHeld), errors.Is(perr, lease.ErrUnavailable):
+		return nil, fmt.Errorf("not granted within %v: %w", wait, perr)
+	case errors.Is(perr, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, fmt.Errorf("not granted within %v: %w: no answer from the store: %w", wait, lease.ErrUnavailable, perr)
+	}
+	return nil, perr
+}
+
+// tryTimeout bounds a single attempt (no -wait): a store that never answers
+// must not hang a cron job for good, and a grant that arrives after half its
+// TTL leaves little of it.
+func tryTimeout(ttl time.Duration) time.Duration {
+	return max(min(ttl/2, maxTryTimeout), probeTimeout)
 }
 
 // leaseLost returns why the lease ended, or nil if it is live or was
@@ -166,39 +285,42 @@ func leaseLost(l *lease.Lease) error {
 	return cause
 }
 
-// stopCommand sends SIGTERM to the command's process group, then SIGKILL
-// after grace, and waits for it to exit.
-func stopCommand(cmd *exec.Cmd, done <-chan error, grace time.Duration) {
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
-// commandStatus turns the command's end into picket's exit status: its own
-// exit code, or 128+N if signal N killed it.
-func commandStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return &exitStatus{code: 128 + int(ws.Signal())}
+// lastError is a log.Logger for the lease's Manager that keeps the last
+// error logged (a failed renewal, say) and prints nothing: picket run says
+// what matters when it stops the command.
+type lastError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (l *lastError) Log(keyvals ...any) error {
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		if k, _ := keyvals[i].(string); k == "err" {
+			if err, ok := keyvals[i+1].(error); ok {
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
+			}
 		}
-		return &exitStatus{code: ee.ExitCode()}
 	}
-	return fmt.Errorf("run: %w", err)
+	return nil
 }
 
-func describeExit(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
+func (l *lastError) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = nil
+}
+
+func (l *lastError) get() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }

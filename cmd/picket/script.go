@@ -62,7 +62,7 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 	return sf.with(fs, func(s store) error {
 		g, err := s.Renew(ctx, *name, *holder, t, *ttl)
 		if err != nil {
-			return fmt.Errorf("renew %q: %w", *name, err)
+			return err // the store names the call and the lease
 		}
 		return httpapi.EncodeGrant(e.stdout, g)
 	})
@@ -82,7 +82,7 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 	}
 	return sf.with(fs, func(s store) error {
 		if err := s.Release(ctx, *name, *holder, t); err != nil {
-			return fmt.Errorf("release %q: %w", *name, err)
+			return err // the store names the call and the lease
 		}
 		_, err := fmt.Fprintln(e.stdout, `{"released":true}`)
 		return err
@@ -149,7 +149,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	return sf.with(fs, func(s store) error {
 		i, err := s.Get(ctx, *name)
 		if err != nil {
-			return fmt.Errorf("get %q: %w", *name, err)
+			return err // the store names the call and the lease
 		}
 		return httpapi.EncodeInfo(e.stdout, i)
 	})

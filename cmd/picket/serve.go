@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,7 +43,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	sweep := fs.Duration("sweep", DefaultSweepInterval, "how often to delete expired lease rows")
 	maxInFlight := fs.Int("max-in-flight", httpapi.DefaultMaxInFlight, "answer 429 beyond this many /v1/ requests at once, long polls aside (0: no bound)")
 	maxWaiting := fs.Int("max-waiting", httpapi.DefaultMaxWaiting, "answer 429 beyond this many acquires waiting with wait_ms (0: no bound)")
+	maxLists := fs.Int("max-lists", httpapi.DefaultMaxLists, "answer this many lists at once; more wait their turn (0: no bound)")
+	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "cut off a request whose body has not arrived this long after its headers")
+	bodyBudget := fs.Int64("body-budget", httpapi.DefaultBodyBudget, "answer 429 to a request body that would take the bodies held at once beyond this many `bytes` (0: no bound)")
+	var allowOrigins, allowHosts listFlag
+	fs.Var(&allowOrigins, "allow-origin", "answer requests from web pages of this `origin` (scheme://host[:port]; repeat or comma-separate; * for any)")
+	fs.Var(&allowHosts, "allow-host", "on a loopback address, answer requests naming this `host` besides localhost, 127.0.0.1 and [::1] (repeat or comma-separate; * for any)")
+	maxLeases := fs.Int("max-leases", 0, "refuse (507) a new lease beyond this many live ones (0: no bound)")
+	maxKVKeys := fs.Int("max-kv-keys", 0, "refuse (507) a new fenced key beyond this many (0: no bound)")
+	maxKVBytes := fs.Int64("max-kv-bytes", 0, "refuse (507) a fenced write that takes keys and values beyond this many `bytes` (0: no bound)")
+	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
+	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
 	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if *maxLists < 0 || *maxLeases < 0 || *maxKVKeys < 0 || *maxKVBytes < 0 || *bodyBudget < 0 {
+		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes and -body-budget must not be negative")
+	}
+	if *bodyTimeout <= 0 {
+		return usagef("serve: -body-timeout must be positive")
+	}
+	logger, err := newLogger(e.stderr, *logFormat, *logLevel)
+	if err != nil {
 		return err
 	}
 	if *shutdown <= 0 || *sweep <= 0 {
@@ -59,11 +82,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		serverOpts = append(serverOpts, httpapi.WithAuthToken(tok))
 	}
 
-	logger := log.NewLogfmtLogger(log.NewSyncWriter(e.stderr))
-	logger = log.With(logger, "ts", log.DefaultTimestampUTC)
-
 	metrics := httpapi.NewMetrics()
-	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, logger, metrics)
+	quota := sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}
+	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, logger, metrics)
 	if err != nil {
 		return err
 	}
@@ -81,7 +102,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
-		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting))
+		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
+		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
 	where := []any{"db", *db}
@@ -145,6 +167,50 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// newLogger returns the server's logger: logfmt or JSON on w, with a UTC
+// timestamp, filtered to level and above. Refused requests are logged at
+// debug, failures at error; no line ever holds a holder or a bearer token.
+func newLogger(w io.Writer, format, lvl string) (log.Logger, error) {
+	var logger log.Logger
+	switch format {
+	case "logfmt":
+		logger = log.NewLogfmtLogger(log.NewSyncWriter(w))
+	case "json":
+		logger = log.NewJSONLogger(log.NewSyncWriter(w))
+	default:
+		return nil, usagef("serve: -log-format %q: want logfmt or json", format)
+	}
+	var allow level.Option
+	switch lvl {
+	case "debug":
+		allow = level.AllowDebug()
+	case "info":
+		allow = level.AllowInfo()
+	case "warn":
+		allow = level.AllowWarn()
+	case "error":
+		allow = level.AllowError()
+	default:
+		return nil, usagef("serve: -log-level %q: want debug, info, warn or error", lvl)
+	}
+	return level.NewFilter(log.With(logger, "ts", log.DefaultTimestampUTC), allow), nil
+}
+
+// listFlag is a flag that may be repeated, each value a comma-separated
+// list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*l = append(*l, x)
+		}
+	}
+	return nil
+}
+
 // servedStore is what serve needs of a store: leases, the fenced KV, Close.
 type servedStore interface {
 	lease.Store
@@ -158,13 +224,17 @@ type sweeper interface {
 }
 
 // openServed opens the store serve fronts: the etcd cluster if -etcd was
-// given, else the SQLite file (which also sweeps).
-func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, logger log.Logger, metrics *httpapi.Metrics) (servedStore, sweeper, error) {
+// given, else the SQLite file (which also sweeps and keeps the quota).
+func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota,
+	logger log.Logger, metrics *httpapi.Metrics) (servedStore, sweeper, error) {
 	if etcdF.set() {
 		dbSet := false
 		fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
 		if dbSet {
 			return nil, nil, usagef("serve: -etcd and -db exclude each other")
+		}
+		if quota != (sqlite.Quota{}) {
+			return nil, nil, usagef("serve: -max-leases, -max-kv-keys and -max-kv-bytes are not supported with -etcd yet")
 		}
 		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")))
 		if err != nil {
@@ -176,6 +246,7 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 		sqlite.WithLockDelay(lockDelay),
 		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
 		sqlite.WithBatchHook(metrics.ObserveBatch),
+		sqlite.WithQuota(quota),
 	)
 	if err != nil {
 		return nil, nil, err

@@ -58,25 +58,55 @@ func (s suite) testWallClockJumps(t *testing.T) {
 }
 
 // testLockDelay: after a lease expires the name stays unavailable for the
-// lock-delay (the HeldError says until when); after a clean release it is
-// free at once.
+// store's default lock-delay (the HeldError says until when); after a clean
+// release it is free at once.
 func (s suite) testLockDelay(t *testing.T) {
 	const delay = 5 * time.Second
 	st, clk := s.open(t, delay)
-	req := request("delay/a", "holder-a", 10*time.Second)
-	g := mustAcquire(t, st, req)
-	free := clk.Wall().Add(10*time.Second + delay)
-	wantHeld(t, st, "delay/a", req.Owner, free)
+	checkLockDelay(t, st, clk, request("delay/a", "holder-a", 10*time.Second), delay)
+}
 
-	clk.Advance(11 * time.Second)
-	wantHeld(t, st, "delay/a", req.Owner, free)
+// testLockDelayPerRequest: a request's own LockDelay is kept with its lease,
+// on a store without a default and over a store's different default.
+func (s suite) testLockDelayPerRequest(t *testing.T) {
+	if why := s.h.LockDelayPerRequestTODO; why != "" {
+		t.Skip(why)
+	}
+	for _, tc := range []struct {
+		name         string
+		storeDefault time.Duration
+		request      time.Duration
+	}{
+		{"no store default", 0, 5 * time.Second},
+		{"longer than the store default", 2 * time.Second, 5 * time.Second},
+		{"shorter than the store default", 7 * time.Second, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, clk := s.open(t, tc.storeDefault)
+			req := request("delay/b", "holder-b", 10*time.Second)
+			req.LockDelay = tc.request
+			checkLockDelay(t, st, clk, req, tc.request)
+		})
+	}
+}
+
+// checkLockDelay grants req on st, expects its name unavailable until delay
+// after the lease expired and free at once after the next holder's release.
+func checkLockDelay(t *testing.T, st lease.Store, clk *Clock, req lease.AcquireRequest, delay time.Duration) {
+	t.Helper()
+	g := mustAcquire(t, st, req)
+	free := clk.Wall().Add(req.TTL + delay)
+	wantHeld(t, st, req.Name, req.Owner, free)
+
+	clk.Advance(req.TTL + time.Second)
+	wantHeld(t, st, req.Name, req.Owner, free)
 	_, err := renew(st, g, 0)
 	wantErr(t, "Renew in the lock-delay", err, lease.ErrLost)
-	clk.Advance(3 * time.Second)
-	wantHeld(t, st, "delay/a", req.Owner, free)
-	clk.Advance(2 * time.Second)
-	next := wantFree(t, st, "delay/a", g.Token, g.Token+1)
+	clk.Advance(delay - time.Second - time.Millisecond)
+	wantHeld(t, st, req.Name, req.Owner, free)
+	clk.Advance(time.Millisecond)
+	next := wantFree(t, st, req.Name, g.Token, g.Token+1)
 
 	mustRelease(t, st, next)
-	wantFree(t, st, "delay/a", next.Token, next.Token+1)
+	wantFree(t, st, req.Name, next.Token, next.Token+1)
 }

@@ -41,6 +41,9 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if err := ctx.Err(); err != nil {
 		return lease.Grant{}, fmt.Errorf("memory: acquire %q: %w", req.Name, err)
 	}
+	if req.LockDelay == 0 {
+		req.LockDelay = s.lockDelay
+	}
 	until := time.Now().Add(req.Wait)
 	delay := minPoll
 	for {
@@ -66,13 +69,13 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 	now := s.clock.Now()
 	if e, live := s.lookup(req.Name, now); e != nil {
 		if live && e.holder == req.Holder {
-			e.ttl, e.expires = req.TTL, now+req.TTL
+			e.ttl, e.expires, e.lockDelay = req.TTL, now+req.TTL, req.LockDelay
 			return s.grant(req.Name, e, now), nil, nil
 		}
 		held := &lease.HeldError{
 			Name:    req.Name,
 			Owner:   e.owner,
-			Expires: s.wall(e.expires+s.lockDelay, now),
+			Expires: s.wall(e.expires+e.lockDelay, now),
 		}
 		if wait {
 			return lease.Grant{}, s.join(req.Name), held
@@ -90,6 +93,8 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 		ttl:     req.TTL,
 		expires: now + req.TTL,
 		epoch:   s.clock.Epoch(),
+
+		lockDelay: req.LockDelay,
 	}
 	s.leases[req.Name] = e
 	return s.grant(req.Name, e, now), nil, nil

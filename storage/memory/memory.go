@@ -34,6 +34,9 @@ type entry struct {
 	ttl     time.Duration
 	expires time.Duration
 	epoch   string
+	// lockDelay keeps the name unavailable this long after expires: the
+	// acquire's AcquireRequest.LockDelay, or the store's default.
+	lockDelay time.Duration
 }
 
 // Option configures a Store.
@@ -49,10 +52,11 @@ func WithClock(c lease.Clock) Option {
 	}
 }
 
-// WithLockDelay keeps a name unavailable for d after its lease expires (not
+// WithLockDelay sets the lock-delay of leases whose AcquireRequest names
+// none: the name stays unavailable for d after such a lease expires (not
 // after a clean release), so that writes the lost holder still has in flight
 // drain before anyone else gets the name. Zero or negative d turns it off, the
-// default.
+// default. A request's own LockDelay is kept with its lease.
 func WithLockDelay(d time.Duration) Option {
 	return func(s *Store) { s.lockDelay = max(d, 0) }
 }
@@ -181,7 +185,7 @@ func (s *Store) lookup(name string, now time.Duration) (e *entry, live bool) {
 	if epoch := s.clock.Epoch(); e.epoch != epoch {
 		e.epoch, e.expires = epoch, now+e.ttl
 	}
-	if now >= e.expires+s.lockDelay {
+	if now >= e.expires+e.lockDelay {
 		delete(s.leases, name)
 		return nil, false
 	}

@@ -20,6 +20,7 @@ type batch struct {
 	now     time.Duration
 	wall    time.Time
 	counter token.Token
+	q       batchQuota // quota.go
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
@@ -41,8 +42,17 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 			s.rollback()
 		}
 	}()
-	epoch := *s.epoch.Load()
-	if s.clock.Epoch() != epoch {
+	// The file's epoch, read in this transaction: another opener (after a
+	// reboot, or in another time namespace) may have moved it since this
+	// store last wrote, and deadlines from another epoch mean nothing here.
+	var stored string
+	if legacyEpochCache.Load() {
+		stored = *s.epoch.Load() // the old rule: the epoch cached at open
+	} else if err := w.epoch.QueryRowContext(ctx).Scan(&stored); err != nil {
+		return nil, nil, fmt.Errorf("read epoch: %w", err)
+	}
+	epoch := s.clock.Epoch()
+	if stored != epoch {
 		if epoch, err = s.syncEpoch(ctx, w.conn); err != nil {
 			return nil, nil, err
 		}
@@ -58,6 +68,10 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	for i, o := range ops {
 		if results[i], err = b.apply(o); err != nil {
 			return nil, nil, err
+		}
+		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) && !legacySettle.Load() {
+			// The call is answered by this try: one call, one effect.
+			o.parked.state.CompareAndSwap(opPending, opAbandoned)
 		}
 		if o.kind != opRelease || results[i].err != nil {
 			continue
@@ -76,25 +90,32 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 			return nil, nil, fmt.Errorf("write token counter: %w", err)
 		}
 	}
-	hook("before-commit")
+	w.hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("commit: %w", err)
+		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
 	}
-	hook("after-commit")
+	w.hook("after-commit")
 	s.epoch.Store(&epoch)
+	s.kvCommitted(&b.q)
 	return results, handedRes, nil
 }
+
+// errCommit marks the error of a batch whose COMMIT failed: unlike an
+// error before it, its outcome is in doubt.
+var errCommit = errors.New("commit")
 
 func (b *batch) apply(o *op) (result, error) {
 	switch o.kind {
 	case opAcquire:
-		return b.acquire(o)
+		return b.acquireInQuota(o)
 	case opRenew:
 		return b.renew(o)
 	case opRelease:
-		return b.release(o)
+		return b.releaseCounted(o)
 	case opPut:
 		return b.put(o)
+	case opDelete:
+		return b.kvDelete(o)
 	case opSweep:
 		return b.sweep()
 	case opSync:
@@ -109,12 +130,13 @@ type row struct {
 	token         token.Token
 	ttl           time.Duration
 	expires       time.Duration
+	lockDelay     time.Duration // after expires, the name stays unavailable this long
 }
 
 func (b *batch) row(name string) (row, bool, error) {
 	var r row
-	var tok, ttlMS, exp int64
-	err := b.s.w.lease.QueryRowContext(b.ctx, name).Scan(&r.holder, &r.owner, &tok, &ttlMS, &exp)
+	var tok, ttlMS, exp, delayMS int64
+	err := b.s.w.lease.QueryRowContext(b.ctx, name).Scan(&r.holder, &r.owner, &tok, &ttlMS, &exp, &delayMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row{}, false, nil
 	}
@@ -122,6 +144,7 @@ func (b *batch) row(name string) (row, bool, error) {
 		return row{}, false, fmt.Errorf("read lease %q: %w", name, err)
 	}
 	r.token, r.ttl, r.expires = token.Token(tok), time.Duration(ttlMS)*time.Millisecond, time.Duration(exp)
+	r.lockDelay = time.Duration(delayMS) * time.Millisecond
 	return r, true, nil
 }
 
@@ -135,7 +158,10 @@ func (b *batch) grant(name string, r row) lease.Grant {
 }
 
 func (b *batch) acquire(o *op) (result, error) {
-	if granted, res, err := b.grantFree(o); granted || err != nil {
+	legacy := legacyLockDelay.Load()
+	if legacy {
+		o.lockDelay = 0 // the old files kept no lock-delay with the lease
+	} else if granted, res, err := b.grantFree(o); granted || err != nil {
 		return res, err
 	}
 	r, found, err := b.row(o.name)
@@ -145,14 +171,19 @@ func (b *batch) acquire(o *op) (result, error) {
 	if found && b.now < r.expires && r.holder == o.holder {
 		// The holder asks again (a retry after a lost answer): the same
 		// grant, extended.
-		r.ttl, r.expires = o.ttl, b.now+o.ttl
-		if _, err := b.s.w.extend.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(r.expires), o.name); err != nil {
+		r.ttl, r.expires, r.lockDelay = o.ttl, b.now+o.ttl, o.lockDelay
+		if _, err := b.s.w.extendDelay.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(r.expires),
+			r.lockDelay.Milliseconds(), o.name); err != nil {
 			return result{}, fmt.Errorf("extend lease %q: %w", o.name, err)
 		}
 		return result{grant: b.grant(o.name, r)}, nil
 	}
 	if found {
-		if free := r.expires + b.s.lockDelay; b.now < free {
+		delay := r.lockDelay
+		if legacy {
+			delay = b.s.lockDelay // the old rule: this opener's own option
+		}
+		if free := r.expires + delay; b.now < free {
 			return result{
 				err:       &lease.HeldError{Name: o.name, Owner: r.owner, Expires: b.render(free)},
 				untilFree: free - b.now,
@@ -163,9 +194,9 @@ func (b *batch) acquire(o *op) (result, error) {
 		return result{err: ErrExhausted}, nil
 	}
 	b.counter++
-	r = row{holder: o.holder, owner: o.owner, token: b.counter, ttl: o.ttl, expires: b.now + o.ttl}
+	r = row{holder: o.holder, owner: o.owner, token: b.counter, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
 	if _, err := b.s.w.grant.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires)); err != nil {
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
 		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
 	}
 	return result{grant: b.grant(o.name, r)}, nil
@@ -180,9 +211,9 @@ func (b *batch) grantFree(o *op) (bool, result, error) {
 	if b.counter >= token.Max {
 		return false, result{}, nil
 	}
-	r := row{holder: o.holder, owner: o.owner, token: b.counter + 1, ttl: o.ttl, expires: b.now + o.ttl}
+	r := row{holder: o.holder, owner: o.owner, token: b.counter + 1, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
 	res, err := b.s.w.grantFree.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), int64(b.s.lockDelay))
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds())
 	if err != nil {
 		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
 	}
@@ -254,23 +285,8 @@ func deref(r *result) result {
 	return *r
 }
 
-func (b *batch) put(o *op) (result, error) {
-	res, err := b.s.w.put.ExecContext(b.ctx, o.name, o.value, int64(o.tok), b.wall.UnixNano())
-	if err != nil {
-		return result{}, fmt.Errorf("put %q: %w", o.name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return result{}, err
-	}
-	var highest int64
-	if err := b.s.w.kvToken.QueryRowContext(b.ctx, o.name).Scan(&highest); err != nil {
-		return result{}, fmt.Errorf("read token of %q: %w", o.name, err)
-	}
-	return result{err: &token.StaleError{Resource: o.name, Token: o.tok, Highest: token.Token(highest)}}, nil
-}
-
 func (b *batch) sweep() (result, error) {
-	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now-b.s.lockDelay))
+	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now))
 	if err != nil {
 		return result{}, fmt.Errorf("sweep: %w", err)
 	}

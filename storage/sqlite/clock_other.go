@@ -4,6 +4,6 @@ package sqlite
 
 import "time"
 
-func bootID() string { return "" }
+func clockEpoch() string { return "" }
 
 func bootTime() time.Duration { return time.Duration(time.Now().UnixNano()) }

@@ -33,11 +33,16 @@
 // # Time
 //
 // Only the store's clock (a lease.Clock, SystemClock by default) decides
-// expiry. On Linux it reads CLOCK_BOOTTIME, which every process on the host
-// shares, which counts suspend and which no wall-clock step moves; its epoch is
-// the host's boot id. When a store opens a file last written in another epoch
-// (the host rebooted), the stored deadlines mean nothing, so every lease left
-// in it is held again for its full TTL from that moment. Wall-clock time only
+// expiry. On Linux it reads CLOCK_BOOTTIME, which every process of one time
+// namespace on the host shares, which counts suspend and which no wall-clock
+// step moves; its epoch is the host's boot id plus the boottime offset of the
+// process's time namespace, if any (unshare -T --boottime N). Every batch
+// compares the file's epoch with its clock's, in its own transaction (and
+// every read with the snapshot it reads); when they differ (the host
+// rebooted, or another opener's clock is offset), the stored deadlines mean
+// nothing, so every lease left in it is held again for its full TTL from that
+// moment, and the store logs it. Openers in different epochs taking turns
+// keep leases alive longer (liveness), never shorter. Wall-clock time only
 // renders deadlines for people (Grant.Expires).
 //
 // # Failing closed

@@ -37,8 +37,16 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("sqlite: store failed closed, refusing writes: %v", e.Cause)
 }
 
-// Is reports whether target is lease.ErrUnavailable.
-func (e *FailedError) Is(target error) bool { return target == lease.ErrUnavailable }
+// Is reports whether target is lease.ErrUnavailable, or ErrCorrupt when
+// corruption made the store fail closed.
+func (e *FailedError) Is(target error) bool {
+	return target == lease.ErrUnavailable || target == ErrCorrupt && isCorrupt(e.Cause)
+}
+
+func isCorrupt(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+}
 
 // Unwrap returns the SQLite error that made the store fail closed.
 func (e *FailedError) Unwrap() error { return e.Cause }

@@ -23,3 +23,6 @@ func QueryWriter(s *Store, query string) (int64, error) {
 	err := s.w.conn.QueryRowContext(context.Background(), query).Scan(&n)
 	return n, err
 }
+
+// SchemaVersion is the newest schema version this program knows.
+const SchemaVersion = schemaVersion

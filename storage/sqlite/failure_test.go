@@ -91,6 +91,15 @@ func TestFailClosed(t *testing.T) {
 	}
 	f.Close()
 
+	// Open refuses the file (quick_check); to see the store fail closed on
+	// corruption it meets later, turn the check off.
+	if s, err := sqlite.Open(path); !errors.Is(err, sqlite.ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of a file with a corrupt page: %v; want ErrCorrupt", err)
+	}
+	sqlite.SkipChecks(t, "corrupt")
 	var logs logRecorder
 	s = mustOpenPath(t, path, sqlite.WithLogger(&logs))
 	ctx := ctxT(t)
@@ -101,6 +110,9 @@ func TestFailClosed(t *testing.T) {
 	var failed *sqlite.FailedError
 	if !errors.As(err, &failed) || !errors.Is(err, lease.ErrUnavailable) {
 		t.Fatalf("Acquire on a corrupt leases table: %v; want a *FailedError", err)
+	}
+	if err := s.Health(ctx); !errors.Is(err, sqlite.ErrCorrupt) {
+		t.Errorf("Health after failing closed on a corrupt page: %v; want ErrCorrupt", err)
 	}
 	for name, err := range map[string]error{
 		"Health":    s.Health(ctx),

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -90,3 +91,34 @@ var (
 	_ = leasetest.NewClock
 	_ token.Token
 )
+
+// openRawWritable opens path directly, read-write, for tests that build a
+// file by hand.
+func openRawWritable(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// schemaFile reads one of the package's schema scripts.
+func schemaFile(name string) (string, error) {
+	b, err := os.ReadFile(name)
+	return string(b), err
+}
+
+// requireRoot skips t unless the process is root, or fails it when
+// PICKET_REQUIRE_ROOT=1 (CI) says it must run.
+func requireRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("PICKET_REQUIRE_ROOT") == "1" {
+		t.Fatalf("PICKET_REQUIRE_ROOT=1 but not root: %s", why)
+	}
+	t.Skipf("not root: %s", why)
+}

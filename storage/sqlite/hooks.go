@@ -4,9 +4,14 @@ package sqlite
 // any Store opens) to act at named points of the writer goroutine's work:
 //
 //	"before-commit": a batch's statements ran, COMMIT is about to be sent;
-//	"after-commit":  COMMIT returned, no caller of the batch answered yet.
+//	"after-commit":  COMMIT returned, no caller of the batch answered yet;
+//	"handing-over":  the batch's callers are answered, the acquires a
+//	                 release handed the name to are not yet.
+//	"acquire-answered": (not the writer's) a waiting Acquire's try was
+//	                 answered, the call is about to settle its parked op.
 //
-// The crash tests kill the process there.
+// The crash tests kill the process there. Tests in one process set a hook
+// on one store instead (SetStoreHook in export_test.go).
 var testHook func(point string)
 
 // hook calls testHook at point, if set.

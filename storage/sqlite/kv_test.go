@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
 )
 
@@ -19,6 +20,7 @@ import (
 func TestFenced(t *testing.T) {
 	s := mustOpen(t)
 	ctx := ctxT(t)
+	raiseCounter(t, s, token.Max)
 	if _, _, err := s.GetFenced(ctx, "report"); !errors.Is(err, lease.ErrNotFound) {
 		t.Fatalf("GetFenced of a new key: %v; want ErrNotFound", err)
 	}
@@ -62,6 +64,7 @@ func TestFenced(t *testing.T) {
 func TestFencedLargeValue(t *testing.T) {
 	s := mustOpen(t)
 	ctx := ctxT(t)
+	raiseCounter(t, s, 1)
 	value := make([]byte, 1<<20)
 	for i := range value {
 		value[i] = byte(i * 7)
@@ -81,6 +84,7 @@ func TestFencedConcurrent(t *testing.T) {
 	s := mustOpen(t)
 	ctx := ctxT(t)
 	const writers, puts = 8, 40
+	raiseCounter(t, s, writers*puts+1)
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
@@ -109,5 +113,14 @@ func TestFencedConcurrent(t *testing.T) {
 	v, tok, err := s.GetFenced(ctx, "shared")
 	if err != nil || tok != top || string(v) != fmt.Sprint("written with ", top) {
 		t.Errorf("GetFenced = %q, %d, %v; want the value written with %d", v, tok, err, top)
+	}
+}
+
+// raiseCounter sets s's token counter to n, as if n tokens had been issued:
+// the fenced KV refuses tokens above it.
+func raiseCounter(tb testing.TB, s *sqlite.Store, n token.Token) {
+	tb.Helper()
+	if err := sqlite.ExecWriter(s, fmt.Sprintf("UPDATE counter SET value = %d WHERE id = 1", n)); err != nil {
+		tb.Fatal(err)
 	}
 }

@@ -22,7 +22,9 @@ const (
 // batch with other writes (see the package doc). A free name, an expired
 // one whose lock-delay has passed, or a released one gets a new token; the
 // holder of a live lease gets the same grant back, extended to req.TTL from
-// now. If another holder has the name, Acquire waits up to req.Wait for it,
+// now. The lease keeps req.LockDelay (zero: the store's WithLockDelay) in
+// the file: after it expires, every opener keeps the name unavailable that
+// long. If another holder has the name, Acquire waits up to req.Wait for it,
 // in a queue: a release in this process hands the name to the oldest
 // waiter in the release's own transaction. Expiry and releases by other
 // processes are found by a jittered backoff (10 ms growing to 250 ms).
@@ -36,6 +38,9 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("sqlite: acquire: %w", err)
 	}
+	if req.LockDelay == 0 {
+		req.LockDelay = s.lockDelay // the opener's default, kept with the lease
+	}
 	if req.Wait == 0 {
 		res := s.submit(ctx, acquireOp(req))
 		return res.grant, res.err
@@ -48,11 +53,18 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	p := acquireOp(req)
 	s.waiters.park(p)
 	for {
-		res := s.submit(ctx, acquireOp(req))
+		try := acquireOp(req)
+		try.parked = p
+		res := s.submit(ctx, try)
 		left := time.Until(deadline)
 		if !errors.Is(res.err, lease.ErrHeld) || left <= 0 {
-			if handed, ok := s.settle(ctx, p); ok && handed.err == nil {
-				return handed.grant, nil // the same grant as res's, if res has one
+			s.w.hook("acquire-answered")
+			if handed, ok := s.settle(ctx, p); ok && (handed.err == nil || !legacySettle.Load()) {
+				// A release handed p the name: its answer is this call's,
+				// the grant or an error whose outcome is unknown (ctx's,
+				// when it ended before the batch answered), never res's
+				// "held": that grant may be committed.
+				return handed.grant, handed.err
 			}
 			return res.grant, res.err
 		}
@@ -70,8 +82,8 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			if handed, ok := s.settle(ctx, p); ok && handed.err == nil {
-				return handed.grant, nil
+			if handed, ok := s.settle(ctx, p); ok {
+				return handed.grant, handed.err
 			}
 			return lease.Grant{}, ctx.Err()
 		case <-s.closing:
@@ -83,7 +95,7 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 
 func acquireOp(req lease.AcquireRequest) *op {
 	o := newOp(opAcquire)
-	o.name, o.holder, o.owner, o.ttl = req.Name, req.Holder, req.Owner, req.TTL
+	o.name, o.holder, o.owner, o.ttl, o.lockDelay = req.Name, req.Holder, req.Owner, req.TTL, req.LockDelay
 	return o
 }
 
@@ -96,18 +108,29 @@ var errHandOverUndone = errors.New("sqlite: hand-over rolled back")
 // settle waits for the batch's answer and reports true with it, unless the
 // batch was rolled back (false). If ctx ends first, it reports true with
 // ctx's error: the grant may then have been committed, as for any op taken
-// into a batch, and the holder's next Acquire gets it back.
+// into a batch, and the holder's next Acquire gets it back. An answer that
+// has already arrived wins over an ended ctx.
 func (s *Store) settle(ctx context.Context, p *op) (result, bool) {
-	if p.state.CompareAndSwap(opPending, opAbandoned) {
+	if p.state.CompareAndSwap(opPending, opAbandoned) || p.state.Load() == opAbandoned {
+		// Abandoned here, or by the writer when a try of this call took
+		// effect: no release can hand it the name any more.
 		s.waiters.unpark(p)
 		return result{}, false
 	}
-	select {
-	case <-p.done:
+	answered := func() (result, bool) {
 		if p.res.err == errHandOverUndone {
 			return result{}, false
 		}
 		return p.res, true
+	}
+	select {
+	case <-p.done:
+		return answered()
+	default:
+	}
+	select {
+	case <-p.done:
+		return answered()
 	case <-ctx.Done():
 		return result{err: ctx.Err()}, true
 	}

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,8 @@ import (
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
-// TestOpenFile: the file is in WAL mode, at schema version 1, and private.
+// TestOpenFile: the file is in WAL mode, at the newest schema version, and
+// private.
 func TestOpenFile(t *testing.T) {
 	s := mustOpen(t)
 	db := rawDB(t, s.Path())
@@ -21,8 +23,8 @@ func TestOpenFile(t *testing.T) {
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
 	}
-	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 1 {
-		t.Errorf("user_version = %d, %v; want 1", version, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != sqlite.SchemaVersion {
+		t.Errorf("user_version = %d, %v; want %d", version, err, sqlite.SchemaVersion)
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		fi, err := os.Stat(s.Path() + suffix)
@@ -68,7 +70,7 @@ func TestOpenNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("PRAGMA user_version = 2"); err != nil {
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", sqlite.SchemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -76,7 +78,7 @@ func TestOpenNewerSchema(t *testing.T) {
 		if err == nil {
 			s.Close()
 		}
-		t.Fatalf("Open of a version 2 file: %v; want ErrNewerSchema", err)
+		t.Fatalf("Open of a version %d file: %v; want ErrNewerSchema", sqlite.SchemaVersion+1, err)
 	}
 }
 

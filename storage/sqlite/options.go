@@ -6,6 +6,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
 )
 
 // Defaults for the options of Open.
@@ -36,6 +37,8 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
+	quota       Quota       // quota.go
+	tokenFloor  token.Token // backup.go
 }
 
 func defaultConfig() config {
@@ -52,10 +55,14 @@ func defaultConfig() config {
 // Every process sharing a file must use clocks that agree.
 func WithClock(c lease.Clock) Option { return func(cfg *config) { cfg.clock = c } }
 
-// WithLockDelay keeps a name unavailable for d after its lease expired, so
-// that writes still in flight from the old holder land before anyone else
-// holds the name (Chubby's lock-delay). A clean release frees the name at
-// once. Between 0 (the default) and lease.MaxTTL.
+// WithLockDelay sets the lock-delay of the leases this store grants for
+// requests that name none (AcquireRequest.LockDelay zero): after such a
+// lease expired its name stays unavailable for d, so that writes still in
+// flight from the old holder land before anyone else holds the name
+// (Chubby's lock-delay). The delay is kept with the lease in the file, so
+// every opener honours it, whatever its own default. A clean release frees
+// the name at once. Between 0 (the default) and lease.MaxLockDelay, whole
+// milliseconds.
 func WithLockDelay(d time.Duration) Option { return func(cfg *config) { cfg.lockDelay = d } }
 
 // WithLogger sets the logger (default: none). The store logs failed batches
@@ -86,8 +93,10 @@ func WithBatchHook(hook func(size int, took time.Duration)) Option {
 
 func (c *config) validate() error {
 	switch {
-	case c.lockDelay < 0 || c.lockDelay > lease.MaxTTL:
-		return invalidf("lock delay %v is out of bounds [0, %v]", c.lockDelay, lease.MaxTTL)
+	case c.lockDelay < 0 || c.lockDelay > lease.MaxLockDelay:
+		return invalidf("lock delay %v is out of bounds [0, %v]", c.lockDelay, lease.MaxLockDelay)
+	case c.lockDelay%time.Millisecond != 0:
+		return invalidf("lock delay %v is not a whole number of milliseconds", c.lockDelay)
 	case c.busyTimeout <= 0:
 		return invalidf("busy timeout %v is not positive", c.busyTimeout)
 	case c.maxBatch < 1:
@@ -97,5 +106,8 @@ func (c *config) validate() error {
 	case c.logger == nil:
 		return invalidf("logger is nil")
 	}
-	return nil
+	if err := c.quota.validate(); err != nil {
+		return err
+	}
+	return validateFloor(c.tokenFloor)
 }

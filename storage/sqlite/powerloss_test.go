@@ -53,9 +53,13 @@ func TestPowerLoss(t *testing.T) {
 	})
 	t.Run("control-synchronous-normal", func(t *testing.T) {
 		log, lost := powerLossCycles(t, "synchronous = NORMAL", min(cycles, 20), budget)
-		if len(log.violations) == 0 || lost == 0 {
+		// Reissued tokens are what the check is for; acknowledged grants
+		// missing from the last file are usually found too, but not in
+		// every run (a later grant may reuse the name).
+		if len(log.violations) == 0 {
 			t.Errorf("synchronous=NORMAL was not caught: %d violations, %d acknowledged grants lost", len(log.violations), lost)
 		}
+		t.Logf("control: %d violations, %d acknowledged grants lost", len(log.violations), lost)
 		for i, v := range log.violations {
 			if i == 3 {
 				break

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,26 +19,57 @@ func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
 	if err := lease.ValidateName(name); err != nil {
 		return lease.Info{}, fmt.Errorf("sqlite: get: %w", err)
 	}
-	now, wall, err := s.readClock(ctx)
-	if err != nil {
-		return lease.Info{}, err
+	for try := 0; ; try++ {
+		now, wall, err := s.readClock(ctx)
+		if err != nil {
+			return lease.Info{}, err
+		}
+		// The file's epoch comes with the row, from one snapshot.
+		var stored string
+		var owner sql.NullString
+		var tok, ttlMS, exp sql.NullInt64
+		err = s.read(ctx, "get", func() error {
+			return s.rdb.QueryRowContext(ctx, `SELECT m.value, l.owner, l.token, l.ttl_ms, l.expires_at
+				FROM meta m LEFT JOIN leases l ON l.name = ?1 AND l.expires_at > ?2
+				WHERE m.key = 'epoch'`,
+				name, int64(now)).Scan(&stored, &owner, &tok, &ttlMS, &exp)
+		})
+		if err != nil {
+			return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, err)
+		}
+		if again, err := s.otherEpoch(ctx, stored, try); again || err != nil {
+			if err != nil {
+				return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, err)
+			}
+			continue
+		}
+		if !owner.Valid {
+			return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, lease.ErrNotFound)
+		}
+		info := lease.Info{Name: name, Owner: owner.String, Token: token.Token(tok.Int64),
+			TTL: time.Duration(ttlMS.Int64) * time.Millisecond}
+		info.Expires = wall.Add(time.Duration(exp.Int64) - now).UTC()
+		return info, nil
 	}
-	var tok, ttlMS, exp int64
-	info := lease.Info{Name: name}
-	err = s.read(ctx, "get", func() error {
-		return s.rdb.QueryRowContext(ctx,
-			"SELECT owner, token, ttl_ms, expires_at FROM leases WHERE name = ? AND expires_at > ?",
-			name, int64(now)).Scan(&info.Owner, &tok, &ttlMS, &exp)
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, lease.ErrNotFound)
+}
+
+// otherEpoch reports whether stored, the file's epoch as a read found it,
+// is not the clock's: another opener (after a reboot, or in another time
+// namespace) wrote deadlines that cannot be compared with now. It then
+// brings the file to the clock's epoch with a write (the reboot rule) and
+// reports true: read again. After a few tries (openers in different
+// epochs taking turns) it gives up with lease.ErrUnavailable.
+func (s *Store) otherEpoch(ctx context.Context, stored string, try int) (bool, error) {
+	if stored == s.clock.Epoch() || legacyEpochCache.Load() {
+		return false, nil
 	}
-	if err != nil {
-		return lease.Info{}, fmt.Errorf("sqlite: get %q: %w", name, err)
+	if try >= 3 {
+		return false, fmt.Errorf("the file's clock epoch keeps changing (openers in other epochs): %w", lease.ErrUnavailable)
 	}
-	info.Token, info.TTL = token.Token(tok), time.Duration(ttlMS)*time.Millisecond
-	info.Expires = wall.Add(time.Duration(exp) - now).UTC()
-	return info, nil
+	if err := s.submit(ctx, newOp(opSync)).err; err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // List returns one page of the live leases whose names start with
@@ -51,9 +81,27 @@ func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage
 	if err := req.Validate(); err != nil {
 		return lease.ListPage{}, fmt.Errorf("sqlite: list: %w", err)
 	}
+	for try := 0; ; try++ {
+		page, stored, err := s.listPage(ctx, req)
+		if err != nil {
+			return lease.ListPage{}, fmt.Errorf("sqlite: list %q: %w", req.Prefix, err)
+		}
+		if again, err := s.otherEpoch(ctx, stored, try); again || err != nil {
+			if err != nil {
+				return lease.ListPage{}, fmt.Errorf("sqlite: list %q: %w", req.Prefix, err)
+			}
+			continue
+		}
+		return page, nil
+	}
+}
+
+// listPage reads one page of List and, from the same snapshot, the file's
+// epoch.
+func (s *Store) listPage(ctx context.Context, req lease.ListRequest) (lease.ListPage, string, error) {
 	now, wall, err := s.readClock(ctx)
 	if err != nil {
-		return lease.ListPage{}, err
+		return lease.ListPage{}, "", err
 	}
 	limit := req.PageLimit()
 	// Names are valid UTF-8, which never holds the byte 0xff, so every name
@@ -63,9 +111,18 @@ func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage
 		" WHERE expires_at > ?1 AND name > ?2 AND name >= ?3 AND name < ?4 ORDER BY name LIMIT ?5"
 	args := []any{int64(now), req.After, req.Prefix, req.Prefix + "\xff", limit + 1}
 	var infos []lease.Info
+	var stored string
 	err = s.read(ctx, "list", func() error {
 		infos = []lease.Info{}
-		rows, err := s.rdb.QueryContext(ctx, query, args...)
+		tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'epoch'").Scan(&stored); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -83,14 +140,14 @@ func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage
 		return rows.Err()
 	})
 	if err != nil {
-		return lease.ListPage{}, fmt.Errorf("sqlite: list %q: %w", req.Prefix, err)
+		return lease.ListPage{}, "", err
 	}
 	page := lease.ListPage{Leases: infos}
 	if len(infos) > limit {
 		page.Leases = infos[:limit]
 		page.Next = infos[limit-1].Name
 	}
-	return page, nil
+	return page, stored, nil
 }
 
 // read runs fn, a read on the query-only pool, again while the file is

@@ -5,7 +5,32 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
+
+// hook calls the process-wide test hook and then this store's, at point.
+func (w *writer) hook(point string) {
+	hook(point)
+	if h := w.testHook.Load(); h != nil {
+		(*h)(point)
+	}
+}
+
+// legacySettle, set only by tests (the control of the hand-over test),
+// brings back the old answer of an Acquire whose wait ran out while a
+// release was handing it the name: "held", although the grant may be
+// committed.
+var legacySettle atomic.Bool
+
+// legacyLockDelay, set only by tests (the control of the two-opener
+// lock-delay test), brings back the old rule: the lock-delay is the
+// checking opener's WithLockDelay, and nothing is kept with the lease.
+var legacyLockDelay atomic.Bool
+
+// legacyEpochCache, set only by tests (the control of the epoch tests),
+// brings back the old rule: a batch compares the clock's epoch with the one
+// cached when the store last wrote, not with the file's.
+var legacyEpochCache atomic.Bool
 
 // writer is the writer goroutine's connection and its prepared statements:
 // a grant on a free name and a release are one statement each (a SELECT
@@ -14,12 +39,18 @@ import (
 type writer struct {
 	conn *sql.Conn
 
+	// testHook, when set (by tests, through export_test.go), is called at
+	// this store's named points (see hooks.go) after the process-wide one.
+	testHook atomic.Pointer[func(point string)]
+
 	begin, commit, rollback *sql.Stmt
 	counter, setCounter     *sql.Stmt
-	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at
+	epoch                   *sql.Stmt // the file's clock epoch
+	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
 	grant                   *sql.Stmt // upsert a new grant
 	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
+	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
 	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
 	sweep                   *sql.Stmt // delete rows expired before a time
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
@@ -35,20 +66,23 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.commit, "COMMIT"},
 		{&w.rollback, "ROLLBACK"},
 		{&w.counter, "SELECT value FROM counter WHERE id = 1"},
+		{&w.epoch, "SELECT value FROM meta WHERE key = 'epoch'"},
 		{&w.setCounter, "UPDATE counter SET value = ? WHERE id = 1"},
-		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at FROM leases WHERE name = ?"},
-		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at, lock_delay_ms FROM leases WHERE name = ?"},
+		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7`},
-		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8`},
+		// The row's own lock-delay decides, whichever opener granted it.
+		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7
-			WHERE leases.expires_at + ?8 <= ?6`},
+				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8
+			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= ?6`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
+		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
 		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
-		{&w.sweep, "DELETE FROM leases WHERE expires_at <= ?"},
+		{&w.sweep, "DELETE FROM leases WHERE expires_at + lock_delay_ms * 1000000 <= ?"},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
@@ -65,8 +99,8 @@ func (w *writer) prepare(ctx context.Context) error {
 
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter,
-		w.lease, w.grant, w.grantFree, w.extend, w.dropHeld, w.sweep, w.put, w.kvToken} {
+	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
+		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
 )
 
 // Store is a lease.Store in one SQLite file. It is safe for concurrent use.
@@ -27,6 +28,8 @@ type Store struct {
 	busy      time.Duration
 	maxBatch  int
 	batchHook func(int, time.Duration)
+	quota     Quota   // quota.go
+	kvCache   kvCache // the writer goroutine's only
 
 	wdb   *sql.DB // one connection, the writer's
 	rdb   *sql.DB // query-only pool
@@ -38,8 +41,14 @@ type Store struct {
 	done    chan struct{} // closed when the writer goroutine has returned
 	closed  sync.Once
 
-	failure atomic.Pointer[FailedError] // set once, when the store fails closed
+	failure atomic.Pointer[FailedError]  // set once, when the store fails closed
+	lastErr atomic.Pointer[writeFailure] // the last batch's failure; nil after a write commits (health.go)
 	waiters hub
+
+	real      string      // the path SQLite opens: symbolic links resolved
+	walBefore string      // the mark of the -wal found at open (files.go)
+	m         *member     // the Store's place among the file's openers (inode.go)
+	floor     token.Token // WithTokenFloor (backup.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -77,14 +86,18 @@ func Open(path string, opts ...Option) (*Store, error) {
 		busy:      cfg.busyTimeout,
 		maxBatch:  cfg.maxBatch,
 		batchHook: cfg.batchHook,
+		quota:     cfg.quota,
+		floor:     cfg.tokenFloor,
 		ops:       make(chan *op, cfg.maxBatch),
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),
 	}
 	if err := s.open(context.Background(), cfg.readConns); err != nil {
 		s.closeDBs()
+		s.m.exit(true)
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
+	s.m.exit(false)
 	go s.writeLoop()
 	return s, nil
 }
@@ -93,8 +106,11 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err := createPrivate(s.path); err != nil {
 		return err
 	}
+	if err := s.enter(); err != nil { // files.go
+		return err
+	}
 	var err error
-	if s.wdb, err = sql.Open("sqlite", writerDSN(s.path, min(s.busy, sqliteBusyWait))); err != nil {
+	if s.wdb, err = sql.Open("sqlite", writerDSN(s.real, min(s.busy, sqliteBusyWait))); err != nil {
 		return err
 	}
 	s.wdb.SetMaxOpenConns(1)
@@ -109,13 +125,20 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err := checkPragmas(ctx, conn); err != nil {
 		return err
 	}
+	first, err := s.admit(ctx) // files.go
+	if err != nil {
+		return err
+	}
 	if err := s.prepareFile(ctx); err != nil {
+		return err
+	}
+	if err := s.settleFile(ctx, first); err != nil {
 		return err
 	}
 	if err := s.w.prepare(ctx); err != nil {
 		return err
 	}
-	if s.rdb, err = sql.Open("sqlite", readerDSN(s.path, s.busy)); err != nil {
+	if s.rdb, err = sql.Open("sqlite", readerDSN(s.real, s.busy)); err != nil {
 		return err
 	}
 	s.rdb.SetMaxOpenConns(readConns)
@@ -161,13 +184,15 @@ func (s *Store) Path() string { return s.path }
 
 // Close stops the writer goroutine after the batch it is committing, fails
 // the operations still waiting with ErrClosed, waits for the goroutine to
-// return and closes the file. Later calls return nil.
+// return and closes the file; the last Store open on the file checkpoints
+// and truncates the WAL first, so that a stopped store is one file. Later
+// calls return nil.
 func (s *Store) Close() error {
 	var err error
 	s.closed.Do(func() {
 		close(s.closing)
 		<-s.done
-		err = s.closeDBs()
+		err = s.leave() // files.go: checkpoints, then closeDBs
 	})
 	return err
 }
@@ -190,27 +215,6 @@ func (s *Store) closeDBs() error {
 	}
 	if first != nil {
 		return fmt.Errorf("sqlite: close %s: %w", s.path, first)
-	}
-	return nil
-}
-
-// Health returns nil when the store answers a read and has not failed
-// closed. Errors: a *FailedError (matching lease.ErrUnavailable) after a
-// failed commit, ErrClosed, or the error of the read.
-func (s *Store) Health(ctx context.Context) error {
-	if f := s.failure.Load(); f != nil {
-		return f
-	}
-	select {
-	case <-s.closing:
-		return ErrClosed
-	default:
-	}
-	var n int64
-	if err := s.read(ctx, "health", func() error {
-		return s.rdb.QueryRowContext(ctx, "SELECT value FROM counter WHERE id = 1").Scan(&n)
-	}); err != nil {
-		return fmt.Errorf("sqlite: health: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
@@ -21,7 +22,8 @@ const (
 	opRelease
 	opPut
 	opSweep
-	opSync // nothing but the epoch check every batch makes
+	opSync   // nothing but the epoch check every batch makes
+	opDelete // a fenced key's value (kv.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending
@@ -43,6 +45,13 @@ type op struct {
 	tok    token.Token
 	ttl    time.Duration
 	value  []byte
+
+	lockDelay time.Duration // an acquire's: kept with the lease it grants
+	// parked is, for a try of an Acquire that waits, the acquire op that
+	// call keeps parked for a hand-over: once a try is answered anything
+	// but "held", the writer abandons it in the same batch, so that no
+	// later release hands the name to a call that already took effect.
+	parked *op
 
 	state atomic.Int32
 	done  chan struct{} // closed when res is set
@@ -80,7 +89,16 @@ func (s *Store) submit(ctx context.Context, o *op) result {
 	case <-o.done:
 		return o.res
 	case <-ctx.Done():
-		o.state.CompareAndSwap(opPending, opAbandoned)
+		if !o.state.CompareAndSwap(opPending, opAbandoned) {
+			// Taken into a batch: an answer that has already arrived
+			// wins over the ended ctx (a definite answer, not an
+			// unknown outcome).
+			select {
+			case <-o.done:
+				return o.res
+			default:
+			}
+		}
 		return result{err: ctx.Err()}
 	case <-s.done:
 		// The writer has returned; an op it had not taken stays queued
@@ -200,12 +218,18 @@ func (s *Store) runBatch(batch []*op) {
 	}
 	start := time.Now()
 	var results, handedRes []result
-	var handed, undone []*op
+	var handed, undone, uncertain []*op
+	var commitErr error
 	err := s.retryBusy(context.Background(), func() error {
 		var err error
 		handed = handed[:0]
 		results, handedRes, err = s.execBatch(batch, &handed)
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, errCommit):
+			// COMMIT itself failed: the grants may be on disk.
+			uncertain, commitErr = append(uncertain, handed...), err
+		default:
 			undone = append(undone, handed...)
 		}
 		return err
@@ -214,6 +238,11 @@ func (s *Store) runBatch(batch []*op) {
 		p.res = result{err: errHandOverUndone}
 		close(p.done)
 	}
+	for _, p := range uncertain { // never "held": the grant may be committed
+		p.res = result{err: unavailable("hand-over: commit failed, its outcome is unknown", commitErr)}
+		close(p.done)
+	}
+	s.noteBatch(batch, results, err)
 	if err != nil {
 		s.logger.Log("msg", "batch failed", "err", err, "ops", len(batch))
 		if isFatal(err) {
@@ -227,6 +256,9 @@ func (s *Store) runBatch(batch []*op) {
 	for i, o := range batch {
 		o.res = results[i]
 		close(o.done)
+	}
+	if len(handed) > 0 {
+		s.w.hook("handing-over")
 	}
 	for i, p := range handed {
 		p.res = handedRes[i]

@@ -39,6 +39,15 @@ func (b *h) add(client int, call, ret int64, at time.Duration, in linearize.Inpu
 	return b
 }
 
+// settled adds a call of unknown outcome that Recorder.Settle declared
+// finished at settledAt: it took effect by then, or never.
+func (b *h) settled(client int, call, settledAt int64, at time.Duration, in linearize.Input) *h {
+	in.Now = at
+	out := linearize.Output{Result: linearize.Unknown, Settled: true, Now: at}
+	b.ops = append(b.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: settledAt})
+	return b
+}
+
 func acq(name, holder string, ttl time.Duration) linearize.Input {
 	return linearize.Input{Kind: linearize.Acquire, Name: name, Holder: holder, Owner: "o-" + holder, TTL: ttl}
 }
@@ -189,6 +198,26 @@ func TestModel(t *testing.T) {
 			add(0, 2, -1, t0, acq("a", "x", 10*s), linearize.Output{}).
 			add(0, 4, 5, t0, acq("a", "x", 10*s), granted(6, "x", 10*s, t0)),
 			linearize.Config{}, porcupine.Illegal},
+		{"a settled lost grant shown with a token below every later fresh one", new(h).
+			settled(0, 0, 3, t0, acq("a", "x", 10*s)).
+			add(1, 4, 5, t0, acq("b", "y", 10*s), granted(5, "y", 10*s, t0)).
+			add(2, 8, 9, t0, acq("c", "z", 10*s), granted(7, "z", 10*s, t0)).
+			add(0, 10, 11, t0, acq("a", "x", 10*s), granted(4, "x", 10*s, t0)),
+			linearize.Config{}, porcupine.Ok},
+		// Issue 8 item 9: the token check let a lost grant settled before
+		// a fresh grant began carry a token above it (tokens backwards).
+		{"a settled lost grant shown with a token above a fresh one after it", new(h).
+			settled(0, 0, 3, t0, acq("a", "x", 10*s)).
+			add(1, 4, 5, t0, acq("b", "y", 10*s), granted(5, "y", 10*s, t0)).
+			add(2, 8, 9, t0, acq("c", "z", 10*s), granted(7, "z", 10*s, t0)).
+			add(0, 10, 11, t0, acq("a", "x", 10*s), granted(6, "x", 10*s, t0)),
+			linearize.Config{}, porcupine.Illegal},
+		{"an unsettled lost grant shown with a token above a fresh one after it", new(h).
+			add(0, 0, -1, t0, acq("a", "x", 10*s), linearize.Output{}).
+			add(1, 4, 5, t0, acq("b", "y", 10*s), granted(5, "y", 10*s, t0)).
+			add(2, 8, 9, t0, acq("c", "z", 10*s), granted(7, "z", 10*s, t0)).
+			add(0, 10, 11, t0, acq("a", "x", 10*s), granted(6, "x", 10*s, t0)),
+			linearize.Config{}, porcupine.Ok},
 		{"a lost release may have freed the name", new(h).
 			add(0, 0, 1, t0, acq("a", "x", 10*s), granted(1, "x", 10*s, t0)).
 			add(0, 2, -1, t0, rel("a", "x", 1), linearize.Output{}).

@@ -9,9 +9,13 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// tokenState is the token partition's state: every grant seen, across all
+// tokenState is the token partition's state: the grants seen, across all
 // names, in one place, so that a token given to one name is never seen on
-// another.
+// another. A token is kept only while an operation of the history that
+// carries it has yet to be placed (tokenInput.Uses): a soak history's states
+// stay small, and so does porcupine's cache of them, which holds one state
+// per step of the search (keeping every token made it grow with the square
+// of the history: 13 GB for one soak).
 //
 // Its slices are never modified once a state holds them: a step copies what
 // it changes, as porcupine requires of a model.
@@ -26,6 +30,7 @@ type tokenState struct {
 type grantSeen struct {
 	Token        token.Token
 	Name, Holder string
+	Seen         int // how many operations carrying it were placed
 }
 
 // tokenInput is a grant as the token partition sees it.
@@ -39,13 +44,18 @@ type tokenInput struct {
 	// order they began: this grant may be one of them, shown at last, with
 	// a token not above Above.
 	Lost []lostGrant
+	// Uses is how many operations of the partition carry this token.
+	Uses int
 }
 
 // lostGrant is an acquire whose outcome is unknown. If it granted, its
-// token is above every token acknowledged before it began.
+// token is above every token acknowledged before it began and, once it was
+// settled (Recorder.Settle: it took effect by then or never), below every
+// token a fresh grant that began after that carries.
 type lostGrant struct {
 	ID    int // its index in the history
 	Above token.Token
+	Below token.Token // 0: no bound (not settled, or no fresh grant after)
 }
 
 func (s tokenState) find(tok token.Token) (int, bool) {
@@ -73,13 +83,22 @@ func stepTokens(s tokenState, in tokenInput, out Output) []tokenState {
 	if found {
 		// Seen before: only as this holder's grant on this name (whether
 		// the lease was live is the name partition's business).
-		if g := s.granted[i]; g.Name != in.Name || g.Holder != in.Holder {
+		g := s.granted[i]
+		if g.Name != in.Name || g.Holder != in.Holder {
 			return nil
+		}
+		if g.Seen++; g.Seen >= in.Uses { // no operation left carries it
+			s.granted = slices.Delete(slices.Clone(s.granted), i, i+1)
+		} else {
+			s.granted = slices.Clone(s.granted)
+			s.granted[i] = g
 		}
 		return []tokenState{s}
 	}
 	add := func(s tokenState) tokenState {
-		s.granted = slices.Insert(slices.Clip(s.granted), i, grantSeen{Token: tok, Name: in.Name, Holder: in.Holder})
+		if in.Uses > 1 { // another operation will carry it
+			s.granted = slices.Insert(slices.Clip(s.granted), i, grantSeen{Token: tok, Name: in.Name, Holder: in.Holder, Seen: 1})
+		}
 		return s
 	}
 	if tok > in.Above { // a fresh grant
@@ -94,7 +113,7 @@ func stepTokens(s tokenState, in tokenInput, out Output) []tokenState {
 	for k := len(in.Lost) - 1; k >= 0; k-- {
 		l := in.Lost[k]
 		j, shown := slices.BinarySearch(s.shown, l.ID)
-		if shown || l.Above >= tok {
+		if shown || l.Above >= tok || (l.Below != 0 && tok >= l.Below) {
 			continue
 		}
 		r := add(s)
@@ -137,35 +156,108 @@ func tokenPartition(history []porcupine.Operation) []porcupine.Operation {
 		return highest[n-1]
 	}
 	type who struct{ name, holder string }
-	type lostCall struct {
-		call int64
-		lostGrant
+	// Per holder and name, its acquires of unknown outcome, sorted by call:
+	// a grant's Lost is a prefix of them, shared, not copied (a soak history
+	// has thousands).
+	type lostCalls struct {
+		calls   []int64
+		settled []int64 // return time once settled; 0 if not
+		grants  []lostGrant
 	}
-	lost := map[who][]lostCall{}
+	lost := map[who]*lostCalls{}
 	for id, op := range history {
-		in := op.Input.(Input)
-		if in.Kind == Acquire && op.Output.(Output).Result == Unknown {
-			k := who{in.Name, in.Holder}
-			lost[k] = append(lost[k], lostCall{op.Call, lostGrant{ID: id, Above: above(op.Call)}})
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Kind != Acquire || out.Result != Unknown {
+			continue
+		}
+		k := who{in.Name, in.Holder}
+		l := lost[k]
+		if l == nil {
+			l = &lostCalls{}
+			lost[k] = l
+		}
+		var settled int64
+		if out.Settled {
+			settled = op.Return
+		}
+		l.calls = append(l.calls, op.Call)
+		l.settled = append(l.settled, settled)
+		l.grants = append(l.grants, lostGrant{ID: id, Above: above(op.Call)})
+	}
+	for _, l := range lost {
+		idx := make([]int, len(l.calls))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(l.calls[a], l.calls[b]) })
+		calls, settled, grants := slices.Clone(l.calls), slices.Clone(l.settled), slices.Clone(l.grants)
+		for to, from := range idx {
+			l.calls[to], l.settled[to], l.grants[to] = calls[from], settled[from], grants[from]
+		}
+	}
+	lostBefore := func(in Input, ret int64) []lostGrant {
+		l := lost[who{in.Name, in.Holder}]
+		if l == nil {
+			return nil
+		}
+		n, _ := slices.BinarySearchFunc(l.calls, ret, func(c, t int64) int {
+			if c <= t {
+				return -1
+			}
+			return 1
+		})
+		return l.grants[:n:n]
+	}
+	var part []porcupine.Operation
+	uses := map[token.Token]int{}
+	// The grants that are surely fresh: a token above every one
+	// acknowledged before the call, to a holder with no acquire of unknown
+	// outcome on that name that it could show. Every lost grant settled
+	// before such a grant began holds a lower token.
+	type freshGrant struct {
+		call int64
+		tok  token.Token
+	}
+	var fresh []freshGrant
+	for _, op := range history {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Kind != Acquire || out.Result != OK {
+			continue
+		}
+		ti := tokenInput{Input: in, Above: above(op.Call), Lost: lostBefore(in, op.Return)}
+		if out.Token > ti.Above && len(ti.Lost) == 0 {
+			fresh = append(fresh, freshGrant{op.Call, out.Token})
+		}
+		uses[out.Token]++
+		op.Input = ti
+		part = append(part, op)
+	}
+	slices.SortFunc(fresh, func(a, b freshGrant) int { return cmp.Compare(a.call, b.call) })
+	lowest := make([]token.Token, len(fresh)+1) // lowest[i]: the lowest token of fresh[i:]; 0: none
+	for i := len(fresh) - 1; i >= 0; i-- {
+		lowest[i] = fresh[i].tok
+		if next := lowest[i+1]; next != 0 && next < lowest[i] {
+			lowest[i] = next
 		}
 	}
 	for _, l := range lost {
-		slices.SortFunc(l, func(a, b lostCall) int { return cmp.Compare(a.call, b.call) })
-	}
-	var part []porcupine.Operation
-	for _, op := range history {
-		in := op.Input.(Input)
-		if in.Kind != Acquire || op.Output.(Output).Result != OK {
-			continue
-		}
-		ti := tokenInput{Input: in, Above: above(op.Call)}
-		for _, l := range lost[who{in.Name, in.Holder}] {
-			if l.call <= op.Return {
-				ti.Lost = append(ti.Lost, l.lostGrant)
+		for i, at := range l.settled {
+			if at == 0 {
+				continue
 			}
+			n, _ := slices.BinarySearchFunc(fresh, at, func(f freshGrant, t int64) int {
+				if f.call <= t {
+					return -1
+				}
+				return 1
+			})
+			l.grants[i].Below = lowest[n]
 		}
-		op.Input = ti
-		part = append(part, op)
+	}
+	for i := range part {
+		ti := part[i].Input.(tokenInput)
+		ti.Uses = uses[part[i].Output.(Output).Token]
+		part[i].Input = ti
 	}
 	return part
 }

@@ -1,0 +1,114 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+func init() { faultChildren["timens"] = timensChild }
+
+// timensChild runs in a time namespace whose boot clock reads an hour more
+// (under unshare -T --boottime 3600): it opens PICKET_TEST_DB, says its
+// clock epoch, and tries to take "job" at once:
+//
+//	epoch <epoch>
+//	held | granted <token> | error <err>
+//
+// With PICKET_TEST_LEGACY_EPOCH=1 it uses the system clock as it was
+// before time namespaces counted (the boot id alone): the control.
+func timensChild() int {
+	clock := sqlite.SystemClock()
+	if os.Getenv("PICKET_TEST_LEGACY_EPOCH") == "1" {
+		clock = sqlite.LegacySystemClock()
+	}
+	fmt.Printf("epoch %s\n", clock.Epoch())
+	s, err := sqlite.Open(os.Getenv("PICKET_TEST_DB"), sqlite.WithClock(clock))
+	if err != nil {
+		fmt.Printf("error open: %v\n", err)
+		return 1
+	}
+	defer s.Close()
+	g, err := s.Acquire(context.Background(), lease.AcquireRequest{Name: "job", Holder: "child", Owner: "child", TTL: time.Minute})
+	switch {
+	case err == nil:
+		fmt.Printf("granted %d\n", g.Token)
+	case errors.Is(err, lease.ErrHeld):
+		fmt.Println("held")
+	default:
+		fmt.Printf("error %v\n", err)
+	}
+	return 0
+}
+
+// timensTry holds "job" for 10 minutes on the host's clock, then runs a
+// child under `unshare -T --boottime 3600` on the same file, and returns
+// what the child said.
+func timensTry(t *testing.T, legacy bool) (epoch, result string) {
+	t.Helper()
+	requireRoot(t, "a time namespace (unshare -T) needs CAP_SYS_ADMIN")
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		if os.Getenv("PICKET_REQUIRE_ROOT") == "1" {
+			t.Fatalf("unshare (util-linux) not found: %v", err)
+		}
+		t.Skipf("unshare (util-linux) not found: %v", err)
+	}
+	s := mustOpen(t)
+	if _, err := s.Acquire(ctxT(t), lease.AcquireRequest{Name: "job", Holder: "host", Owner: "host", TTL: 10 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, unshare, "-T", "--boottime", "3600", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=timens", "PICKET_TEST_DB="+s.Path())
+	if legacy {
+		cmd.Env = append(cmd.Env, "PICKET_TEST_LEGACY_EPOCH=1")
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimSpace(line)
+		if e, ok := strings.CutPrefix(line, "epoch "); ok {
+			epoch = e
+		} else if line == "held" || strings.HasPrefix(line, "granted ") || strings.HasPrefix(line, "error ") {
+			result = line
+		}
+	}
+	t.Logf("host epoch %q; child epoch %q, child: %s", sqlite.SystemClock().Epoch(), epoch, result)
+	return epoch, result
+}
+
+// TestEpochTimeNamespace: a real process in a time namespace whose boot
+// clock reads an hour more (unshare -T --boottime 3600), on the same host
+// and file, is not granted a name another process holds for 10 more
+// minutes: its epoch names the offset, so its first batch applies the
+// reboot rule (issue 8 item 2).
+func TestEpochTimeNamespace(t *testing.T) {
+	epoch, result := timensTry(t, false)
+	if want := sqlite.SystemClock().Epoch() + " boottime 3600 0"; epoch != want {
+		t.Errorf("the child's epoch is %q, want %q", epoch, want)
+	}
+	if result != "held" {
+		t.Fatalf("the child in the time namespace said %q, want held", result)
+	}
+}
+
+// TestEpochTimeNamespaceControl: a child whose epoch is the boot id alone
+// (the old system clock) is granted the held name: the check catches it.
+func TestEpochTimeNamespaceControl(t *testing.T) {
+	_, result := timensTry(t, true)
+	if !strings.HasPrefix(result, "granted ") {
+		t.Fatalf("the old clock's child said %q; the control expects the double grant", result)
+	}
+}
