@@ -93,6 +93,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		printVersion(stdout)
 		return exitOK
 	}
+	if name == runGuardCommand {
+		return exitCode(stderr, runGuard(rest))
+	}
 	for _, c := range commands() {
 		if c.name == name && c.run != nil {
 			return exitCode(stderr, c.run(ctx, e, rest))

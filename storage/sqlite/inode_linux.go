@@ -261,8 +261,8 @@ func (m *member) last() bool {
 // the gate, and unlocks the process's table. The descriptor is closed with
 // the last Store of the process on the file, or when a join failed first.
 func (m *member) exit(leaving bool) {
-	if m == nil {
-		return // Open failed before it reached the file
+	if m == nil { // Open failed before it joined (the directory is missing, say)
+		return
 	}
 	if m.file != nil {
 		m.exitFile(leaving)
