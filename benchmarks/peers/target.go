@@ -34,9 +34,6 @@ type Target struct {
 	// (nil: every workload of the suite).
 	Workloads []string
 
-	// MaxClients bounds the client counts run on this target (0: none).
-	MaxClients int
-
 	// Open connects to the system for a run with up to clients concurrent
 	// clients. It returns the store, a version string for the table, and a
 	// function that releases what Open took.
