@@ -126,9 +126,9 @@ var errBodyBudget = fmt.Errorf("%w: too many request bodies are being read", Err
 // readBody reads r's body in full, within the body timeout and the budget,
 // replaces r.Body with what it read, and returns the budget to give back
 // when the request is done. started is when the handler began: the
-// connection's read deadline goes back to started plus the request timeout
-// afterwards, since a read deadline that passes while the request is being
-// worked on cancels its context.
+// connection's read deadline goes back to started plus the http.Server's
+// ReadTimeout afterwards (none if it has none), since a read deadline that
+// passes while the request is being worked on cancels its context.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, started time.Time) (held int64, err error) {
 	if r.ContentLength > MaxBodyBytes {
 		return 0, &http.MaxBytesError{Limit: MaxBodyBytes}
@@ -138,11 +138,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, started time.T
 		return 0, nil
 	}
 	if s.bodyTimeout > 0 {
+		// The http.Server's ReadTimeout (whole, if any) bounds the request
+		// as before; the body deadline only ever comes sooner.
+		var whole time.Time
+		if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && hs.ReadTimeout > 0 {
+			whole = started.Add(hs.ReadTimeout)
+		}
+		deadline := time.Now().Add(s.bodyTimeout)
+		if !whole.IsZero() && whole.Before(deadline) {
+			deadline = whole
+		}
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
+		_ = rc.SetReadDeadline(deadline)
 		defer func() {
 			if err == nil {
-				_ = rc.SetReadDeadline(started.Add(DefaultReadTimeout))
+				_ = rc.SetReadDeadline(whole)
 			}
 		}()
 	}

@@ -29,42 +29,56 @@
 // # The wire
 //
 // JSON in and out, except raw fenced values and /metrics. Errors are
-// {"error": CODE, "message": TEXT}; see the Code constants (the design's
-// codes, plus too_many_requests 429 from admission control). The routes:
+// {"error": CODE, "message": TEXT}; see the Code constants. The routes:
 //
-//	POST /v1/acquire        {"name", "ttl_ms", "owner"?, "holder"?, "wait_ms"?}  → grant
-//	POST /v1/renew          {"name", "holder", "token", "ttl_ms"?}                 → grant
-//	POST /v1/release        {"name", "holder", "token"}                            → {"released": true}
-//	GET  /v1/leases/{name}  → info, 404 when no live lease
-//	GET  /v1/leases?prefix=P → {"leases": [info...]} sorted by name
-//	PUT  /v1/kv/{key}       raw value + Fencing-Token header → {"key", "token"}
-//	GET  /v1/kv/{key}       → raw value, Fencing-Token header = highest token
-//	GET  /healthz           → {"status": "ok"} or 503
-//	GET  /metrics           → Prometheus text format
+//	POST   /v1/acquire        {"name", "ttl_ms", "owner"?, "holder"?, "wait_ms"?, "lock_delay_ms"?} → grant
+//	POST   /v1/renew          {"name", "holder", "token", "ttl_ms"?}                 → grant
+//	POST   /v1/release        {"name", "holder", "token"}                            → {"released": true}
+//	GET    /v1/leases/{name}  → info, 404 when no live lease
+//	GET    /v1/leases?prefix=P&limit=N&after=NAME → {"leases": [info...], "next"?} one page, by name
+//	PUT    /v1/kv/{key}       raw value + Fencing-Token header → {"key", "token"}
+//	GET    /v1/kv/{key}       → raw value, Fencing-Token header = highest token
+//	DELETE /v1/kv/{key}       Fencing-Token header → {"key", "token", "deleted": true}; the token stays
+//	GET    /healthz           → {"status": "ok"}, or 503 with the reason the store cannot grant
+//	GET    /metrics           → Prometheus text format
 //
 // grant = {"name", "holder", "owner", "token", "ttl_ms", "expires_at"} with
 // expires_at in RFC 3339, UTC; info is a grant without the holder, the secret
 // that renew and release need. Names and keys in paths are percent-escaped;
 // a path that is not canonical ("a//b", "." or ".." segments) is a 400, not
-// a redirect, so a name with such parts escapes "/" as %2F.
+// a redirect, so a name with such parts escapes "/" as %2F. The contract is
+// docs/http-api.md.
 //
 // # Hardening
 //
+// Web pages cannot drive the server (guard.go): a POST must be
+// application/json (415), a request with an Origin header is 403 unless
+// allowed (WithAllowedOrigins), and one that arrived on loopback must name
+// loopback in its Host header (403 unless allowed, WithAllowedHosts: DNS
+// rebinding).
+//
 // Bodies are limited to MaxBodyBytes (413 too_large); a JSON body is exactly
 // one object whose member names match exactly, each once, nothing unknown,
-// nothing after it (400 bad_request). TTLs and waits out of bounds are
-// refused, never clamped. With WithAuthToken every /v1/ request needs
-// "Authorization: Bearer <token>", compared in constant time; /healthz and
-// /metrics stay open. NewHTTPServer sets the http.Server timeouts, so a
-// client that sends its headers or body a byte at a time (slowloris) is cut
-// off; a long poll extends its own connection's deadlines.
+// nothing after it, no lone surrogate escape (400 bad_request). TTLs and
+// waits out of bounds are refused, never clamped. No message quotes a
+// holder. With WithAuthToken every /v1/ request needs "Authorization: Bearer
+// <token>", compared in constant time; /healthz and /metrics stay open.
+//
+// A request's body is read in full before the request takes a slot
+// (body.go), within a body timeout (WithBodyTimeout) and a budget of bytes
+// for all bodies held at once (WithBodyBudget, 429 beyond it), so slow
+// senders hold no slot and cannot make the server hold much memory.
+// NewHTTPServer sets the http.Server timeouts, so a client that sends its
+// headers a byte at a time is cut off too; a long poll extends its own
+// connection's deadlines.
 //
 // Admission control keeps a flood from slowing every request down: at most
 // WithMaxInFlight /v1/ requests (DefaultMaxInFlight) are worked on at once,
 // and one more is answered at once with 429 too_many_requests and
 // Retry-After: 1, without reaching the store. Long polls wait in slots of
 // their own (WithMaxWaiting, DefaultMaxWaiting), so waiters never take the
-// short requests' slots. The Client returns ErrTooManyRequests, which
+// short requests' slots, and lists take turns (WithMaxLists), so point reads
+// always find a read connection. The Client returns ErrTooManyRequests, which
 // matches lease.ErrUnavailable: lease.Manager backs off and tries again.
 // /healthz and /metrics are never limited.
 //

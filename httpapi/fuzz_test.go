@@ -32,6 +32,8 @@ func FuzzDecodeAcquire(f *testing.F) {
 		`{"Name":"a","ttl_ms":1000}`,
 		`{"name":"a","ttl_ms":1e3}`,
 		`{"name":"\u00e9\u0000","ttl_ms":1000}`,
+		`{"name":"\ud800","ttl_ms":1000}`,
+		`{"name":"a","ttl_ms":1000,"lock_delay_ms":1500}`,
 		`[]`, ``, `{`, `null`,
 	} {
 		f.Add([]byte(s))
@@ -60,6 +62,9 @@ func FuzzDecodeAcquire(f *testing.F) {
 		}
 		if req.Wait != 0 {
 			again["wait_ms"] = req.Wait.Milliseconds()
+		}
+		if req.LockDelay != 0 {
+			again["lock_delay_ms"] = req.LockDelay.Milliseconds()
 		}
 		b, err := json.Marshal(again)
 		if err != nil {
@@ -183,6 +188,7 @@ func FuzzHandler(f *testing.F) {
 			Body:          io.NopCloser(bytes.NewReader(body)),
 			ContentLength: int64(len(body)),
 		}).WithContext(t.Context())
+		req.Header.Set("Content-Type", "application/json") // as clients send; TestWebPageRequests covers the others
 		if fencing != "" {
 			req.Header.Set("Fencing-Token", fencing)
 		}

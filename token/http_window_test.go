@@ -95,6 +95,9 @@ func TestMiddlewareTimeoutHandler(t *testing.T) {
 		name  string
 		build func(mw func(http.Handler) http.Handler, h http.Handler, dt time.Duration) http.Handler
 		want  []string // the order of the writes
+		// fiveFirst: 5 can write while 4's write runs, so wait for it
+		// before letting 4 finish (else give 5 a moment to try).
+		fiveFirst bool
 	}{
 		{
 			name: "TimeoutHandler outside",
@@ -109,7 +112,8 @@ func TestMiddlewareTimeoutHandler(t *testing.T) {
 				th := http.TimeoutHandler(h, dt, "timeout")
 				return mw(http.HandlerFunc(th.ServeHTTP))
 			},
-			want: []string{"5", "4"}, // the stale write lands last
+			want:      []string{"5", "4"}, // the stale write lands last
+			fiveFirst: true,
 		},
 	}
 	for _, a := range arrangements {
@@ -132,7 +136,9 @@ func TestMiddlewareTimeoutHandler(t *testing.T) {
 				wrote <- struct{}{}
 				w.WriteHeader(http.StatusNoContent)
 			})
-			srv := httptest.NewServer(a.build(token.Middleware(&fence, nil), h, 300*time.Millisecond))
+			// Token 4's write blocks until released, so it runs past any
+			// timeout; the timeout is long enough for 5 to wait its turn.
+			srv := httptest.NewServer(a.build(token.Middleware(&fence, nil), h, time.Second))
 			defer srv.Close()
 			send := func(tok string) int {
 				req, err := http.NewRequest(http.MethodPut, srv.URL+"/jobs/1", nil)
@@ -156,13 +162,29 @@ func TestMiddlewareTimeoutHandler(t *testing.T) {
 			// the turn lets it, then let 4's write finish.
 			done := make(chan int, 1)
 			go func() { done <- send("5") }()
+			wait := 100 * time.Millisecond
+			if a.fiveFirst {
+				wait = 10 * time.Second
+			}
+			status5 := 0
 			select {
-			case <-done:
-			case <-time.After(100 * time.Millisecond):
+			case status5 = <-done:
+			case <-time.After(wait):
 			}
 			close(release)
-			<-wrote
-			<-wrote
+			for range 2 {
+				select {
+				case <-wrote:
+				case <-time.After(10 * time.Second):
+					t.Fatal("a write never happened")
+				}
+			}
+			if status5 == 0 {
+				status5 = <-done
+			}
+			if status5 != http.StatusNoContent {
+				t.Errorf("token 5: status %d, want 204", status5)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if diff := cmp.Diff(a.want, writes); diff != "" {

@@ -57,10 +57,10 @@ func Transact(ctx context.Context, db Beginner, opts *sql.TxOptions, fn func(tx 
 		if err == nil || !isSerializationFailure(err) {
 			return err
 		}
+		if !errors.Is(err, ErrConflict) {
+			err = &dbError{op: "transaction", kind: ErrConflict, advice: conflictAdvice, err: err}
+		}
 		last = err
-	}
-	if !errors.Is(last, ErrConflict) {
-		last = &dbError{op: "transaction", kind: ErrConflict, advice: conflictAdvice, err: last}
 	}
 	return fmt.Errorf("token: transaction failed %d times in a row: %w", TransactAttempts, last)
 }

@@ -15,16 +15,16 @@ import (
 // exitStatuses below documents each for "picket help", and a test checks
 // that README.md lists the same ones.
 const (
-	exitOK            = 0   // success
-	exitError         = 1   // any other failure: I/O, a refused credential, an unexpected answer
-	exitUsage         = 2   // bad flags or arguments; nothing was done
-	exitHeld          = 3   // not acquired: the name is held by someone else (after -wait, if given)
-	exitLost          = 4   // the lease is lost: renew/release rejected, or lost while "run" ran the command
-	exitNotFound      = 5   // get: no live lease under that name
-	exitUnavailable   = 6   // the store could not be reached or refused to answer; nothing is known of the name
-	exitCannotExecute = 126 // run: the command was found but could not be executed
-	exitCommandNotFnd = 127 // run: the command was not found
-	exitInterrupted   = 130 // interrupted (SIGINT, SIGTERM) before the lease was acquired
+	exitOK              = 0   // success
+	exitError           = 1   // any other failure: I/O, a refused credential, an unexpected answer
+	exitUsage           = 2   // bad flags or arguments; nothing was done
+	exitHeld            = 3   // not acquired: the name is held by someone else (after -wait, if given)
+	exitLost            = 4   // the lease is lost: renew/release rejected, or lost while "run" ran the command
+	exitNotFound        = 5   // get: no live lease under that name
+	exitUnavailable     = 6   // the store could not be reached or refused to answer; nothing is known of the name
+	exitNotExecutable   = 126 // run: the command was found but could not be executed
+	exitCommandNotFound = 127 // run: the command was not found
+	exitInterrupted     = 130 // interrupted (SIGINT, SIGTERM) before the lease was acquired
 )
 
 // exitStatusDoc documents one exit status.
@@ -43,8 +43,8 @@ var exitStatuses = []exitStatusDoc{
 	{strconv.Itoa(exitLost), "lease lost: renew or release rejected, or (run) the lease could not be kept while the command ran"},
 	{strconv.Itoa(exitNotFound), "not found: get found no live lease under that name"},
 	{strconv.Itoa(exitUnavailable), "unavailable: the store could not be reached or refused to grant (never reported as held)"},
-	{strconv.Itoa(exitCannotExecute), "run: the command was found but cannot be executed"},
-	{strconv.Itoa(exitCommandNotFnd), "run: the command was not found"},
+	{strconv.Itoa(exitNotExecutable), "run: the command was found but cannot be executed"},
+	{strconv.Itoa(exitCommandNotFound), "run: the command was not found"},
 	{strconv.Itoa(exitInterrupted), "interrupted before the lease was acquired"},
 	{"128+N", "run: the command was killed by signal N; otherwise run exits with the command's own status"},
 }

@@ -11,6 +11,7 @@ Usage:
   picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F] [-lock-delay D]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
+                 [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json]
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
                  -- CMD [ARGS...]
@@ -23,6 +24,8 @@ Usage:
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket version                  (also: picket -version)
+  picket backup  [-db picket.db] OUT
+  picket restore -token-floor N BACKUP DB
   picket help
 
 Commands:
@@ -42,7 +45,8 @@ its environment, and renews the lease at about a third of its TTL. Two commands
 guarded by one name never run at the same time, unless a process is paused
 past the TTL:
   - CMD dies with picket run: if picket run is killed, even with SIGKILL, the
-    kernel kills CMD (Linux parent-death signal);
+    kernel kills CMD (Linux parent-death signal), and a guard process kills
+    CMD's process group;
   - when renewals fail, CMD gets SIGTERM early enough that the SIGKILL sent
     -grace later lands before the lease's local deadline; a lease found lost
     kills CMD at once. -grace must leave the first renewal half a renewal

@@ -23,6 +23,10 @@ const DefaultGrace = 10 * time.Second
 // the wait ran out without any answer from the store (see takeLease).
 const probeTimeout = time.Second
 
+// maxTryTimeout bounds the wait for the answer to a single attempt (no
+// -wait); see tryTimeout.
+const maxTryTimeout = 10 * time.Second
+
 // runRun is "picket run": a distributed flock(1). It holds the lease while
 // the command runs and stops the command before the lease can end.
 func runRun(ctx context.Context, e *env, args []string) error {
@@ -102,7 +106,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	defer c.close()
 	// From now on the job-control signals go to the command too, and picket
-	// run stops when the command does (see child.stopped).
+	// run stops when the command does (see child.followStop).
 	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGUSR1, syscall.SIGUSR2)
 	return superviseCommand(e, l, c, g, sigs, renewals)
 }
@@ -220,8 +224,8 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 	return l, nil
 }
 
-// takeLease acquires name through m: one try when wait is zero, otherwise
-// waiting up to wait. Its errors say what is known of the name: one
+// takeLease acquires name through m: one try when wait is zero (bounded by
+// tryTimeout), otherwise waiting up to wait. Its errors say what is known of the name: one
 // matching lease.ErrHeld only when the store said the name is held, one
 // matching lease.ErrUnavailable when the store could not be reached or
 // refused to grant (for the whole wait, if there was one).
@@ -232,7 +236,14 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 // if the name came free just then).
 func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration) (*lease.Lease, error) {
 	if wait == 0 {
-		return m.TryAcquire(ctx, name, ttl)
+		d := tryTimeout(ttl)
+		tctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		l, err := m.TryAcquire(tctx, name, ttl)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: no answer from the store within %v: %w", lease.ErrUnavailable, d, err)
+		}
+		return l, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -255,6 +266,13 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 		return nil, fmt.Errorf("not granted within %v: %w: no answer from the store: %w", wait, lease.ErrUnavailable, perr)
 	}
 	return nil, perr
+}
+
+// tryTimeout bounds a single attempt (no -wait): a store that never answers
+// must not hang a cron job for good, and a grant that arrives after half its
+// TTL leaves little of it.
+func tryTimeout(ttl time.Duration) time.Duration {
+	return max(min(ttl/2, maxTryTimeout), probeTimeout)
 }
 
 // leaseLost returns why the lease ended, or nil if it is live or was

@@ -78,9 +78,9 @@ func lookCommand(name string) (string, error) {
 	case err == nil, errors.Is(err, exec.ErrDot) && path != "":
 		return path, nil
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return "", &exitStatus{exitCommandNotFnd, fmt.Errorf("run: %s: command not found", name)}
+		return "", &exitStatus{exitCommandNotFound, fmt.Errorf("run: %s: command not found", name)}
 	}
-	return "", &exitStatus{exitCannotExecute, fmt.Errorf("run: %s: cannot execute: %v", name, err)}
+	return "", &exitStatus{exitNotExecutable, fmt.Errorf("run: %s: cannot execute: %v", name, err)}
 }
 
 // startCommand starts the command with the lease's environment.
@@ -103,9 +103,9 @@ func startCommand(e *env, path string, argv, env []string) (*child, error) {
 	go c.fork(path, argv, env, files, foreground, started)
 	if err := <-started; err != nil {
 		c.close()
-		code := exitCannotExecute
+		code := exitNotExecutable
 		if errors.Is(err, syscall.ENOENT) {
-			code = exitCommandNotFnd
+			code = exitCommandNotFound
 		}
 		return nil, &exitStatus{code, fmt.Errorf("run: %s: %w", argv[0], err)}
 	}
@@ -135,6 +135,14 @@ func (c *child) fork(path string, argv, env []string, files []uintptr, foregroun
 		return
 	}
 	c.pid = pid
+	guard, err := startGuard(pid)
+	if err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		reap(pid)
+		started <- fmt.Errorf("starting the guard: %w", err)
+		return
+	}
+	defer stopGuard(guard)
 	started <- nil
 	for {
 		var ws syscall.WaitStatus
@@ -152,6 +160,16 @@ func (c *child) fork(path string, argv, env []string, files []uintptr, foregroun
 		}
 		c.exited <- commandEnd{ws}
 		return
+	}
+}
+
+// reap waits for pid to exit.
+func reap(pid int) {
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			return
+		}
 	}
 }
 

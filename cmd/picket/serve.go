@@ -103,6 +103,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
 		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
+	metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
+		st, err := store.Stats(ctx)
+		return httpapi.StoreStats{Live: st.Live, Oldest: st.Oldest}, err
+	})
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
 	level.Info(logger).Log("msg", "serving", "addr", ln.Addr().String(), "db", *db, "auth", *authFile != "")
