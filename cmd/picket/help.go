@@ -34,6 +34,10 @@ Store (every command but serve):
   -db FILE              embedded mode: open the SQLite file directly (default picket.db)
   -server URL           remote mode: talk to a picket server (e.g. http://127.0.0.1:7070)
   -auth-token-file F    remote mode: send the bearer token read from F (surrounding whitespace trimmed)
+  -etcd URL,URL...      cluster mode: an etcd cluster's client URLs (serve takes it too, instead of -db)
+  -etcd-prefix P        cluster mode: keep every key under P (default picket)
+  -etcd-ca F -etcd-cert F -etcd-key F    cluster mode: TLS (CA, client certificate and key, PEM files)
+  -etcd-user U -etcd-password-file F     cluster mode: log in to etcd as U
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);

@@ -24,6 +24,11 @@ type Harness struct {
 	// the store cannot be opened.
 	Open func(t testing.TB, cfg Config) lease.Store
 
+	// RealTime, when set, says the store runs on a clock the suite cannot
+	// move (it ignores Config.Clock): the rules about expiry then run on
+	// real time (see RealTime).
+	RealTime *RealTime
+
 	// LockDelayPerRequestTODO, when not empty, skips LockDelayPerRequest
 	// with this reason: for a store that does not carry
 	// AcquireRequest.LockDelay yet (an interim, never a permanent state).
@@ -36,7 +41,11 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("leasetest: Harness.Open is nil")
 	}
 	s := suite{h: h}
-	for _, tc := range s.tests() {
+	tests := s.tests()
+	if h.RealTime != nil {
+		tests = s.realTimeTests()
+	}
+	for _, tc := range tests {
 		t.Run(tc.name, tc.run)
 	}
 }
