@@ -22,7 +22,7 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// TestRunEmbeddedAndTrivial runs the suite for a few hundred milliseconds
+// TestRunEmbeddedAndTrivial runs the suite briefly (25 operations a step)
 // against what needs no server: the fsync floor, picket embedded and the
 // trivial HTTP handler. Every step gives a row with work done and no
 // errors, progress names every target, and the table and the chart render.
@@ -32,9 +32,12 @@ func TestRunEmbeddedAndTrivial(t *testing.T) {
 	dir := t.TempDir()
 	var progress bytes.Buffer
 	results, err := peers.Run(context.Background(), peers.Config{
-		Targets:  []peers.Target{peers.FsyncFloor(dir), peers.PicketEmbedded(dir), peers.TrivialTarget(srv.URL, os.Getpid())},
-		Clients:  []int{1, 4},
-		Duration: 40 * time.Millisecond,
+		Targets: []peers.Target{peers.FsyncFloor(dir), peers.PicketEmbedded(dir), peers.TrivialTarget(srv.URL, os.Getpid())},
+		Clients: []int{1, 4},
+		// Steps end after a few operations; the time bound only matters on
+		// a machine too loaded to do them in it (no step may end empty).
+		MaxOps:   25,
+		Duration: 3 * time.Second,
 		Progress: &progress,
 	})
 	if err != nil {

@@ -61,7 +61,7 @@ func PicketHTTP(baseURL string, pid int) Target {
 			if err != nil {
 				return nil, "", nil, err
 			}
-			if err := c.Health(ctx); err != nil {
+			if err := warm(ctx, clients, c.Health); err != nil {
 				closeIdle()
 				return nil, "", nil, fmt.Errorf("picket server %s: %w", baseURL, err)
 			}

@@ -1,9 +1,5 @@
-//go:build picket_etcd
-
-// This file is the "picket on etcd" row. It builds only with -tags
-// picket_etcd, because storage/etcd is not on main yet; once it is, drop the
-// build tag (and check Open's signature below) and the row runs beside
-// etcd's own mutex on every etcd cluster of the suite.
+// This file is the "picket on etcd" row: it runs beside etcd's own mutex
+// on every etcd cluster of the suite.
 
 package peers
 

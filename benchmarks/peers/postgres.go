@@ -76,6 +76,22 @@ func PostgresTarget(dsn string, syncCommit bool) Target {
 		if _, err := pool.Exec(ctx, postgresSchema); err != nil {
 			return fail(err)
 		}
+		// Open every client's connection now, so that no step measures
+		// connection setup.
+		conns := make([]*pgxpool.Conn, 0, clients)
+		for range clients {
+			c, err := pool.Acquire(ctx)
+			if err != nil {
+				for _, c := range conns {
+					c.Release()
+				}
+				return fail(err)
+			}
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Release()
+		}
 		var version, fsync, sc string
 		err = pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')`).Scan(&version, &fsync, &sc)
 		if err != nil {

@@ -62,6 +62,10 @@ func RedisTarget(addr, fsync string) Target {
 				return nil, "", nil, fmt.Errorf("redis %s: script load: %w", addr, err)
 			}
 		}
+		if err := warm(ctx, clients, func(ctx context.Context) error { return c.Ping(ctx).Err() }); err != nil {
+			c.Close()
+			return nil, "", nil, fmt.Errorf("redis %s: %w", addr, err)
+		}
 		version := "Redis"
 		if info, err := c.InfoMap(ctx, "server").Result(); err == nil {
 			version += " " + info["Server"]["redis_version"]

@@ -21,8 +21,7 @@
 #   picket serve   built from ../../cmd/picket, on a SQLite file
 #   peers trivial  the trivial net/http handler (the ceiling of HTTP)
 #
-# PEERS_TAGS is passed to go build -tags (picket_etcd: the picket-on-etcd
-# rows, once storage/etcd exists).
+# PEERS_TAGS is passed to go build -tags (none are needed today).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -116,12 +116,7 @@ func runTarget(ctx context.Context, t Target, clients []int, workloads []string,
 		report(r)
 		return []Result{r}, nil
 	}
-	var cs []int
-	for _, c := range clients {
-		if t.MaxClients == 0 || c <= t.MaxClients {
-			cs = append(cs, c)
-		}
-	}
+	cs := clients
 	var ws []string
 	for _, w := range workloads {
 		if t.Workloads == nil || slices.Contains(t.Workloads, w) {

@@ -34,9 +34,6 @@ type Target struct {
 	// (nil: every workload of the suite).
 	Workloads []string
 
-	// MaxClients bounds the client counts run on this target (0: none).
-	MaxClients int
-
 	// Open connects to the system for a run with up to clients concurrent
 	// clients. It returns the store, a version string for the table, and a
 	// function that releases what Open took.
@@ -107,4 +104,20 @@ func grant(req lease.AcquireRequest, tok int64) (lease.Grant, error) {
 		return lease.Grant{}, fmt.Errorf("peers: token %d from the store is not positive", tok)
 	}
 	return lease.Grant{Name: req.Name, Holder: req.Holder, Owner: req.Owner, Token: token.Token(tok), TTL: req.TTL}, nil
+}
+
+// warm calls f from n goroutines at once, so that a client's pool opens the
+// connections the step's clients will use before any step measures them.
+func warm(ctx context.Context, n int, f func(context.Context) error) error {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- f(ctx) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

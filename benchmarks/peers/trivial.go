@@ -45,7 +45,11 @@ func TrivialTarget(baseURL string, pid int) Target {
 		Open: func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
 			hc, closeIdle := httpClient(clients)
 			s := &trivialStore{hc: hc, base: baseURL}
-			if _, err := s.post(ctx, "/v1/release", "ping", ""); err != nil {
+			ping := func(ctx context.Context) error {
+				_, err := s.post(ctx, "/v1/release", "ping", "")
+				return err
+			}
+			if err := warm(ctx, clients, ping); err != nil {
 				closeIdle()
 				return nil, "", nil, err
 			}

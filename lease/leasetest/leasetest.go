@@ -28,11 +28,6 @@ type Harness struct {
 	// move (it ignores Config.Clock): the rules about expiry then run on
 	// real time (see RealTime).
 	RealTime *RealTime
-
-	// LockDelayPerRequestTODO, when not empty, skips LockDelayPerRequest
-	// with this reason: for a store that does not carry
-	// AcquireRequest.LockDelay yet (an interim, never a permanent state).
-	LockDelayPerRequestTODO string
 }
 
 // Run runs every conformance test against stores opened by h.

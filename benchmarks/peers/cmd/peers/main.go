@@ -143,9 +143,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(targets) == 0 {
 		return errors.New("no targets: give at least one system (see -h)")
 	}
-	if !peers.PicketOnEtcdBuilt() && (*etcd1 != "" || *etcd3 != "") {
-		fmt.Fprintln(stderr, "peers: no picket-on-etcd rows: this build has no storage/etcd (build with -tags picket_etcd once it exists)")
-	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
