@@ -24,6 +24,8 @@ Usage:
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket version                  (also: picket -version)
+  picket backup  [-db picket.db] OUT
+  picket restore -token-floor N BACKUP DB
   picket help
 
 Commands:

@@ -104,6 +104,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
 		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
+	if sq, ok := store.(*sqlite.Store); ok { // etcd has no cheap count of its leases yet
+		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
+			st, err := sq.Stats(ctx)
+			return httpapi.StoreStats{Live: st.Live, Oldest: st.Oldest}, err
+		})
+	}
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
 	where := []any{"db", *db}
