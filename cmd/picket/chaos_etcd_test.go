@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +28,8 @@ import (
 func etcdChaosPlan() chaosPlan {
 	p := defaultPlan()
 	p.base, p.limit = 20*time.Second, 45*time.Second
-	if strings.Contains(p.base.String(), "m") { // PICKET_SOAK=1: defaultPlan's minutes
-		p.base, p.limit = 2*time.Minute, 4*time.Minute
+	if os.Getenv("PICKET_SOAK") == "1" {
+		p.base, p.limit, p.restarts = 2*time.Minute, 4*time.Minute, 20
 	}
 	return p
 }

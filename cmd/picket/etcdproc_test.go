@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,8 +31,17 @@ type etcdCluster struct {
 type etcdMember struct {
 	name string
 	args []string
+
+	mu   sync.Mutex // guards cmd and done: the chaos loop restarts members while another goroutine pauses them
 	cmd  *exec.Cmd
 	done chan struct{}
+}
+
+// proc returns the member's current process and its done channel.
+func (m *etcdMember) proc() (*exec.Cmd, chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cmd, m.done
 }
 
 // etcdBinary returns the etcd server binary: $PICKET_ETCD_BIN, else etcd on
@@ -101,23 +111,26 @@ func freeAddr(t testing.TB) string {
 }
 
 func (c *etcdCluster) start(m *etcdMember) {
-	m.cmd = exec.Command(c.bin, m.args...)
-	m.cmd.Stdout, m.cmd.Stderr = nil, nil
-	if err := m.cmd.Start(); err != nil {
+	cmd := exec.Command(c.bin, m.args...)
+	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start etcd %s: %v", m.name, err)
 	}
-	m.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { cmd.Wait(); close(done) }(m.cmd, m.done)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
 }
 
 // kill stops m with SIGKILL, by its pid, and waits for it.
 func (c *etcdCluster) kill(m *etcdMember) {
-	if m.cmd == nil {
+	cmd, done := m.proc()
+	if cmd == nil {
 		return
 	}
-	_ = m.cmd.Process.Signal(syscall.SIGCONT)
-	_ = m.cmd.Process.Kill()
-	<-m.done
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	<-done
 }
 
 // status asks each member for its status; an unreachable member is left
@@ -147,9 +160,13 @@ func (c *etcdCluster) waitHealthy(limit time.Duration) {
 }
 
 // killLeader kills the leader with SIGKILL and starts it again on the same
-// data, returning its index (-1: no leader found).
+// data, returning its index (-1: no leader within 10 s, as while an
+// election is under way after the last kill).
 func (c *etcdCluster) killLeader() int {
 	i := c.leader()
+	for end := time.Now().Add(10 * time.Second); i < 0 && time.Now().Before(end); i = c.leader() {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if i < 0 {
 		return -1
 	}
@@ -161,8 +178,8 @@ func (c *etcdCluster) killLeader() int {
 
 // pause stops member i with SIGSTOP for d, then continues it.
 func (c *etcdCluster) pause(i int, d time.Duration) {
-	m := c.members[i]
-	_ = m.cmd.Process.Signal(syscall.SIGSTOP)
+	cmd, _ := c.members[i].proc()
+	_ = cmd.Process.Signal(syscall.SIGSTOP)
 	time.Sleep(d)
-	_ = m.cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -63,11 +62,11 @@ func (s *Store) PutFenced(ctx context.Context, key string, value []byte, tok tok
 }
 
 // DeleteFenced removes the value under key if tok is not lower than the
-// highest token key has seen; key keeps that token, so a later write with a
-// lower one stays stale.
+// highest token key has seen, and keeps tok as the key's highest, so a later
+// write with a lower one stays stale. Deleting a key that has no value
+// records the token all the same (as storage/sqlite does).
 //
-// Errors: as PutFenced, and lease.ErrNotFound when key holds no value
-// (its highest token is still raised to tok).
+// Errors: as PutFenced's.
 func (s *Store) DeleteFenced(ctx context.Context, key string, tok token.Token) error {
 	return s.writeFenced(ctx, "delete", key, tok, flagDeleted, nil)
 }
@@ -97,39 +96,16 @@ func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token
 	write := clientv3.OpPut(k, encodeFenced(tok, flag, value))
 	notHigher := clientv3.Compare(clientv3.Value(k), "<", tokenText(tok+1)) // false on a missing key
 	rctx, cancel = s.rpc(ctx)
-	var resp *clientv3.TxnResponse
-	if flag == flagDeleted {
-		resp, err = s.client.Txn(rctx).If(notHigher).Then(clientv3.OpGet(k), write).Else(clientv3.OpGet(k)).Commit()
-	} else {
-		resp, err = s.client.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(write).
-			Else(clientv3.OpTxn([]clientv3.Cmp{notHigher}, []clientv3.Op{write}, []clientv3.Op{clientv3.OpGet(k)})).Commit()
-	}
+	resp, err := s.client.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(write).
+		Else(clientv3.OpTxn([]clientv3.Cmp{notHigher}, []clientv3.Op{write}, []clientv3.Op{clientv3.OpGet(k)})).Commit()
 	cancel()
 	if err != nil {
 		return failed(ctx, op, key, true, err)
 	}
-	var kvs []*mvccpb.KeyValue
-	switch {
-	case flag == flagValue && resp.Succeeded:
+	if resp.Succeeded || resp.Responses[0].GetResponseTxn().Succeeded {
 		return nil
-	case flag == flagValue && resp.Responses[0].GetResponseTxn().Succeeded:
-		return nil
-	case flag == flagValue:
-		kvs = resp.Responses[0].GetResponseTxn().Responses[0].GetResponseRange().Kvs
-	case resp.Succeeded:
-		// Deleted; a key that held no value has only had its highest token
-		// raised to tok.
-		prev := resp.Responses[0].GetResponseRange().Kvs
-		if _, f, _, err := decodeFenced(prev[0].Value); err == nil && f == flagDeleted {
-			return fmt.Errorf("etcd: delete %q: %w", key, lease.ErrNotFound)
-		}
-		return nil
-	default:
-		kvs = resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			return fmt.Errorf("etcd: delete %q: %w", key, lease.ErrNotFound)
-		}
 	}
+	kvs := resp.Responses[0].GetResponseTxn().Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
 		return failed(ctx, op, key, true, errors.New("the fenced key vanished during the write"))
 	}
