@@ -28,7 +28,6 @@ func TestConformance(t *testing.T) {
 			e := serve(t, cfg.Clock, st, httpapi.WithKV(st))
 			return e.client(t)
 		},
-		LockDelayPerRequestTODO: "the client does not send lock_delay_ms yet",
 	})
 }
 

@@ -139,7 +139,12 @@ func (e *Error) Error() string {
 	if code == "" {
 		code = "no error code"
 	}
-	return fmt.Sprintf("httpapi: server answered %d %s: %s", e.Status, code, e.Message)
+	// The server's message already says what failed and on which lease;
+	// the status and code say only where the answer came from.
+	if e.Message == "" {
+		return fmt.Sprintf("httpapi: the server answered %d %s", e.Status, code)
+	}
+	return fmt.Sprintf("%s (the server's answer: %d %s)", e.Message, e.Status, code)
 }
 
 // Unwrap returns the error the code stands for.

@@ -47,6 +47,9 @@ const (
 //	store_healthy                   1 when the store can grant (what /healthz says), 0 when it cannot;
 //	                                asked at each scrape
 //	request_body_bytes              bytes of request bodies held (read or being read) right now
+//	build_info{version,revision,goversion}  always 1: which picket this is
+//	leases_live                     unexpired leases in the store (with WatchStore), asked at each scrape
+//	lease_oldest_age_seconds        age of the oldest live lease (with WatchStore)
 //
 // plus the Go runtime and process collectors. Expiries happen inside the
 // store and are not counted here.
@@ -59,8 +62,9 @@ type Metrics struct {
 	latency                                       *prometheus.HistogramVec
 	batchSize, batchSeconds                       prometheus.Histogram
 
-	health atomic.Pointer[func(context.Context) error] // the server's health check
-	bodies atomic.Pointer[budget]                      // the server's body budget
+	health atomic.Pointer[func(context.Context) error]               // the server's health check
+	bodies atomic.Pointer[budget]                                    // the server's body budget
+	stats  atomic.Pointer[func(context.Context) (StoreStats, error)] // WatchStore
 }
 
 // NewMetrics returns Metrics on a new registry.
@@ -113,6 +117,13 @@ func NewMetrics() *Metrics {
 		Namespace: "picket", Name: "request_body_bytes",
 		Help: "Bytes of request bodies held by the server (read or being read).",
 	}, func() float64 { return float64(m.bodies.Load().inUse()) })
+	version, revision, goVersion := buildInfo()
+	f.NewGauge(prometheus.GaugeOpts{
+		Namespace: "picket", Name: "build_info",
+		Help:        "Always 1: the labels say which picket this is (module version, VCS revision, Go version).",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	}).Set(1)
+	reg.MustRegister(newStoreCollector(&m.stats))
 	m.lost.WithLabelValues(opRenew)
 	m.lost.WithLabelValues(opRelease)
 	return m

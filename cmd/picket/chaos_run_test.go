@@ -33,10 +33,14 @@ type chaosRun struct {
 	lastGrant int // the worker that logged the latest grant
 	nRejected int
 
-	marks   []restartMark
-	pauses  int
-	paused  time.Duration
-	elapsed time.Duration
+	marks []restartMark
+	// pauseUnit scales the pauses (0.5–3 units); zero means chaosTTL. A
+	// store that grants longer than asked (etcd: whole seconds) needs
+	// pauses past what it grants.
+	pauseUnit time.Duration
+	pauses    int
+	paused    time.Duration
+	elapsed   time.Duration
 }
 
 // chaosProc is one worker process.
@@ -173,7 +177,11 @@ func (r *chaosRun) run() {
 		if h := r.holder(); h >= 0 && r.rng.IntN(3) < 2 {
 			victim = r.workers[h]
 		}
-		pause := chaosTTL/2 + time.Duration(r.rng.Int64N(int64(chaosTTL*5/2)))
+		unit := chaosTTL
+		if r.pauseUnit > 0 {
+			unit = r.pauseUnit
+		}
+		pause := unit/2 + time.Duration(r.rng.Int64N(int64(unit*5/2)))
 		if victim.pause(pause, &timers) {
 			r.pauses++
 			r.paused += pause

@@ -11,6 +11,7 @@ Usage:
   picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F] [-lock-delay D]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
+                 [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json]
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
                  -- CMD [ARGS...]
@@ -23,6 +24,8 @@ Usage:
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket version                  (also: picket -version)
+  picket backup  [-db picket.db] OUT
+  picket restore -token-floor N BACKUP DB
   picket help
 
 Commands:
@@ -31,6 +34,10 @@ Store (every command but serve):
   -db FILE              embedded mode: open the SQLite file directly (default picket.db)
   -server URL           remote mode: talk to a picket server (e.g. http://127.0.0.1:7070)
   -auth-token-file F    remote mode: send the bearer token read from F (surrounding whitespace trimmed)
+  -etcd URL,URL...      cluster mode: an etcd cluster's client URLs (serve takes it too, instead of -db)
+  -etcd-prefix P        cluster mode: keep every key under P (default picket)
+  -etcd-ca F -etcd-cert F -etcd-key F    cluster mode: TLS (CA, client certificate and key, PEM files)
+  -etcd-user U -etcd-password-file F     cluster mode: log in to etcd as U
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);

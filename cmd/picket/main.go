@@ -72,6 +72,7 @@ func commands() []command {
 		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
 		{"version", "print the version, VCS revision and Go version", runVersion},
+		{"backup", "write a consistent copy of a store, live or not (backup.go)", runBackup}, {"restore", "make a backup usable, above a token floor", runRestore},
 		{"help", "print this help", nil},
 	}
 }

@@ -82,7 +82,14 @@ var servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
 // and waits until it listens.
 func startServer(t testing.TB, db string, extra ...string) *server {
 	t.Helper()
-	args := append([]string{"serve", "-addr", "127.0.0.1:0", "-db", db}, extra...)
+	return startServe(t, append([]string{"-db", db}, extra...)...)
+}
+
+// startServe starts "picket serve" on a free loopback port with args and
+// waits until it listens.
+func startServe(t testing.TB, args ...string) *server {
+	t.Helper()
+	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
 	cmd := picket(t, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

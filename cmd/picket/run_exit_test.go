@@ -69,6 +69,8 @@ func TestRunExitStatuses(t *testing.T) {
 	decodeGrant(t, runPicket(t, "acquire", "-db", held, "-name", "n", "-ttl", "10m"))
 	noexec := filepath.Join(dir, "noexec")
 	writeFile(t, noexec, "#!/bin/sh\nexit 0\n") // mode 0600: not executable
+	garbage := filepath.Join(dir, "garbage.db")
+	writeFile(t, garbage, strings.Repeat("not a database\n", 512))
 	tokenFile := filepath.Join(dir, "token")
 	writeFile(t, tokenFile, "s3cret\n")
 	authed := startServer(t, filepath.Join(dir, "authed.db"), "-auth-token-file", tokenFile)
@@ -96,7 +98,7 @@ func TestRunExitStatuses(t *testing.T) {
 		{"server down for the whole -wait", []string{"run", "-server", deadServer(t), "-name", "n", "-wait", "1s", "--", "true"}, exitUnavailable, "connection refused"},
 		{"server silent", []string{"run", "-server", silentServer(t), "-name", "n", "-ttl", "2s", "--", "true"}, exitUnavailable, "no answer from the store within 1s"},
 		{"server silent for the whole -wait", []string{"run", "-server", silentServer(t), "-name", "n", "-wait", "1s", "--", "true"}, exitUnavailable, "no answer from the store"},
-		{"store file cannot be opened", []string{"run", "-db", filepath.Join(dir, "no", "such", "dir", "p.db"), "-name", "n", "--", "true"}, exitUnavailable, ""},
+		{"store file refused", []string{"run", "-db", garbage, "-name", "n", "--", "true"}, exitUnavailable, "not a database"},
 		{"command not found", []string{"run", "-db", db, "-name", "n", "--", "picket-no-such-command"}, exitCommandNotFound, "command not found"},
 		{"command path not found", []string{"run", "-db", db, "-name", "n", "--", filepath.Join(dir, "missing")}, exitCommandNotFound, "command not found"},
 		{"command not executable", []string{"run", "-db", db, "-name", "n", "--", noexec}, exitNotExecutable, "cannot execute"},

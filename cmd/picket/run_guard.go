@@ -54,16 +54,15 @@ func runGuard(args []string) error {
 // locked OS thread that forked the command, which lives until the command has
 // been reaped: the guard's parent-death signal is tied to that thread too.
 func startGuard(pgid int) (int, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
+	// The running binary itself, even if an upgrade replaced or removed
+	// the file since: in the forked child, /proc/self/exe is still ours.
+	const self = "/proc/self/exe"
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return 0, err
 	}
 	defer null.Close()
-	argv := []string{self, runGuardCommand, strconv.Itoa(pgid), strconv.Itoa(os.Getpid())}
+	argv := []string{os.Args[0], runGuardCommand, strconv.Itoa(pgid), strconv.Itoa(os.Getpid())}
 	fd := null.Fd()
 	return syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   os.Environ(),

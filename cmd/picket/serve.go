@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,8 @@ import (
 	"github.com/oklog/run"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
@@ -32,6 +35,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve")
 	addr := fs.String("addr", DefaultAddr, "listen on this `address`")
 	db := fs.String("db", DefaultDB, "the SQLite `file` (created if missing)")
+	var etcdF etcdFlags
+	etcdF.register(fs)
 	authFile := fs.String("auth-token-file", "", "require this bearer token (read from `file`) on every /v1/ request")
 	lockDelay := fs.Duration("lock-delay", 0, "keep a name unavailable this long after its lease expired (not after a release)")
 	shutdown := fs.Duration("shutdown-timeout", DefaultShutdown, "how long SIGINT/SIGTERM waits for in-flight requests")
@@ -78,12 +83,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 
 	metrics := httpapi.NewMetrics()
-	store, err := sqlite.Open(*db,
-		sqlite.WithLockDelay(*lockDelay),
-		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
-		sqlite.WithBatchHook(metrics.ObserveBatch),
-		sqlite.WithQuota(sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}),
-	)
+	quota := sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}
+	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, logger, metrics)
 	if err != nil {
 		return err
 	}
@@ -103,9 +104,19 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
 		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
+	if sq, ok := store.(*sqlite.Store); ok { // etcd has no cheap count of its leases yet
+		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
+			st, err := sq.Stats(ctx)
+			return httpapi.StoreStats{Live: st.Live, Oldest: st.Oldest}, err
+		})
+	}
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
-	level.Info(logger).Log("msg", "serving", "addr", ln.Addr().String(), "db", *db, "auth", *authFile != "")
+	where := []any{"db", *db}
+	if etcdF.set() {
+		where = []any{"etcd", etcdF.endpoints, "prefix", etcdF.prefix}
+	}
+	level.Info(logger).Log(append(append([]any{"msg", "serving", "addr", ln.Addr().String()}, where...), "auth", *authFile != "")...)
 	notify(logger, daemon.SdNotifyReady)
 
 	var g run.Group
@@ -127,9 +138,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	})
 	// The signal handler: SIGINT or SIGTERM end the group.
 	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
-	// Housekeeping: delete expired lease rows now and then.
+	// Housekeeping: delete expired lease rows now and then (SQLite; etcd
+	// deletes an expired lease's key by itself).
 	sctx, stop := context.WithCancel(ctx)
 	g.Add(func() error {
+		if sweeper == nil {
+			<-sctx.Done()
+			return nil
+		}
 		t := time.NewTicker(*sweep)
 		defer t.Stop()
 		for {
@@ -137,7 +153,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			case <-sctx.Done():
 				return nil
 			case <-t.C:
-				if n, err := store.Sweep(sctx); err != nil {
+				if n, err := sweeper.Sweep(sctx); err != nil {
 					level.Warn(logger).Log("msg", "sweep", "err", err)
 				} else if n > 0 {
 					level.Debug(logger).Log("msg", "sweep", "deleted", n)
@@ -199,4 +215,47 @@ func (l *listFlag) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// servedStore is what serve needs of a store: leases, the fenced KV, Close.
+type servedStore interface {
+	lease.Store
+	httpapi.KV
+	Close() error
+}
+
+// sweeper deletes expired lease rows.
+type sweeper interface {
+	Sweep(ctx context.Context) (int, error)
+}
+
+// openServed opens the store serve fronts: the etcd cluster if -etcd was
+// given, else the SQLite file (which also sweeps and keeps the quota).
+func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota,
+	logger log.Logger, metrics *httpapi.Metrics) (servedStore, sweeper, error) {
+	if etcdF.set() {
+		dbSet := false
+		fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
+		if dbSet {
+			return nil, nil, usagef("serve: -etcd and -db exclude each other")
+		}
+		if quota != (sqlite.Quota{}) {
+			return nil, nil, usagef("serve: -max-leases, -max-kv-keys and -max-kv-bytes are not supported with -etcd yet")
+		}
+		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")))
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, nil, nil
+	}
+	st, err := sqlite.Open(db,
+		sqlite.WithLockDelay(lockDelay),
+		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
+		sqlite.WithBatchHook(metrics.ObserveBatch),
+		sqlite.WithQuota(quota),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st, nil
 }

@@ -17,17 +17,19 @@ import (
 const DefaultDB = "picket.db"
 
 // storeFlags are the flags that choose the store: an embedded SQLite file
-// (-db) or a picket server (-server).
+// (-db), a picket server (-server) or an etcd cluster (-etcd).
 type storeFlags struct {
 	db       string
 	server   string
 	authFile string
+	etcd     etcdFlags
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", DefaultDB, "embedded mode: the SQLite `file`")
 	fs.StringVar(&f.server, "server", "", "remote mode: the picket server's `URL`")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "remote mode: read the bearer token from `file`")
+	f.etcd.register(fs)
 }
 
 // store is what the commands use: the lease store plus what only some
@@ -45,6 +47,15 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 			dbSet = true
 		}
 	})
+	if f.etcd.set() {
+		if dbSet || f.server != "" {
+			return nil, usagef("-etcd excludes -db and -server")
+		}
+		if f.authFile != "" {
+			return nil, usagef("-auth-token-file needs -server")
+		}
+		return f.etcd.open()
+	}
 	if f.server != "" {
 		if dbSet {
 			return nil, usagef("-db and -server exclude each other")

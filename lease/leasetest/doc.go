@@ -32,6 +32,12 @@
 // wait is bounded; the suite takes a few seconds; with -short the contention
 // test does fewer rounds.
 //
+// A store whose clock cannot be injected (storage/etcd: the cluster's leader
+// keeps time) sets Harness.RealTime: the rules that advance the fake clock
+// are then replaced by ones that let leases of a TTL of a second or two
+// expire in real time (realtime.go), expiries are compared with the time
+// around the call, and tokens must rise but need not be consecutive.
+//
 // Run must not be called from a parallel test: one of its checks counts the
 // process's goroutines.
 package leasetest

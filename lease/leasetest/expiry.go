@@ -69,9 +69,6 @@ func (s suite) testLockDelay(t *testing.T) {
 // testLockDelayPerRequest: a request's own LockDelay is kept with its lease,
 // on a store without a default and over a store's different default.
 func (s suite) testLockDelayPerRequest(t *testing.T) {
-	if why := s.h.LockDelayPerRequestTODO; why != "" {
-		t.Skip(why)
-	}
 	for _, tc := range []struct {
 		name         string
 		storeDefault time.Duration

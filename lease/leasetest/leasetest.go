@@ -24,10 +24,10 @@ type Harness struct {
 	// the store cannot be opened.
 	Open func(t testing.TB, cfg Config) lease.Store
 
-	// LockDelayPerRequestTODO, when not empty, skips LockDelayPerRequest
-	// with this reason: for a store that does not carry
-	// AcquireRequest.LockDelay yet (an interim, never a permanent state).
-	LockDelayPerRequestTODO string
+	// RealTime, when set, says the store runs on a clock the suite cannot
+	// move (it ignores Config.Clock): the rules about expiry then run on
+	// real time (see RealTime).
+	RealTime *RealTime
 }
 
 // Run runs every conformance test against stores opened by h.
@@ -36,7 +36,11 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("leasetest: Harness.Open is nil")
 	}
 	s := suite{h: h}
-	for _, tc := range s.tests() {
+	tests := s.tests()
+	if h.RealTime != nil {
+		tests = s.realTimeTests()
+	}
+	for _, tc := range tests {
 		t.Run(tc.name, tc.run)
 	}
 }

@@ -108,7 +108,7 @@ func (s *Store) backupTo(ctx context.Context, tmp string) (token.Token, error) {
 	// A connection of its own: the writer's is the writer goroutine's, and
 	// the read pool's are query-only. VACUUM INTO reads one snapshot, in a
 	// read transaction, so writers go on.
-	db, err := sql.Open("sqlite", fileURI(s.path, []string{"_pragma=busy_timeout(" + fmt.Sprint(s.busy.Milliseconds()) + ")"}))
+	db, err := sql.Open("sqlite", fileURI(s.real, []string{"_pragma=busy_timeout(" + fmt.Sprint(s.busy.Milliseconds()) + ")"}))
 	if err != nil {
 		return 0, err
 	}

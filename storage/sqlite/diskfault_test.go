@@ -214,8 +214,13 @@ func checkFullGrants(t *testing.T, s *sqlite.Store, path string, results []fullG
 	}
 	t.Logf("%d grants, %d failed on the full disk, e.g. %v", len(results), failed, firstErr(results))
 	// Health tells the truth about the last attempt: unhealthy, saying
-	// "disk full", until a write commits again; a full disk does not fail
-	// the store closed, so the next grant goes through and heals it.
+	// "disk full", until a write commits again (health.go); a full disk
+	// does not fail the store closed, so the next grant goes through and
+	// heals it.
+	var closed *sqlite.FailedError
+	if err := s.Health(ctx); errors.As(err, &closed) {
+		t.Errorf("Health after a full disk: %v; a full disk must not fail the store closed", err)
+	}
 	if lastFailed && failed > 0 {
 		if err := s.Health(ctx); !errors.Is(err, lease.ErrUnavailable) || !strings.Contains(err.Error(), "disk full") {
 			t.Errorf("Health after a full disk = %v; want unavailable, saying disk full", err)

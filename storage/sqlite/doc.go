@@ -54,6 +54,20 @@
 // reads the durable state and goes on safely: a token whose commit was in
 // doubt was never acknowledged.
 //
+// # Files
+//
+// While a store is open its state is three files: the database and the -wal
+// and -shm beside it. Open proves that every live opener of the database
+// inode uses the same -wal and -shm (ErrOtherWAL: a hard link, or a single
+// file bind-mounted into a container; mount the directory instead), makes
+// the files private (ErrNotPrivate if it cannot), and refuses a read-only
+// file (ErrReadOnly), a corrupt one (ErrCorrupt, PRAGMA quick_check), another
+// application's (ErrNotPicket), a copy made while the file was in use
+// (ErrCopyInUse) and a backup (ErrBackupCopy) unless WithTokenFloor raises
+// the counter past every token handed out since the copy. Close checkpoints
+// and truncates the WAL, so a stopped store is one file; Backup writes a
+// consistent copy of a live one. See inode.go, files.go and backup.go.
+//
 // # Fenced key-value table
 //
 // PutFenced stores a value under a key together with the fencing token that

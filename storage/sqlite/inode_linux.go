@@ -97,6 +97,10 @@ func enterFile(path string, busy time.Duration) (*member, error) {
 			return m, fmt.Errorf("%s was replaced while opening it", path)
 		}
 		inodes.m[key] = file
+	} else if checking(checkReadOnly) {
+		if err := writableNoFD(path); err != nil {
+			return m, err
+		}
 	}
 	m.file = file
 	if err := m.takeGate(busy); err != nil {
@@ -257,9 +261,19 @@ func (m *member) last() bool {
 // the gate, and unlocks the process's table. The descriptor is closed with
 // the last Store of the process on the file, or when a join failed first.
 func (m *member) exit(leaving bool) {
-	if m.file == nil {
+	if m == nil { // Open failed before it joined (the directory is missing, say)
 		return
 	}
+	if m.file != nil {
+		m.exitFile(leaving)
+	}
+	if m.locked {
+		m.locked = false
+		inodes.Unlock()
+	}
+}
+
+func (m *member) exitFile(leaving bool) {
 	f := m.file
 	if m.joined && leaving {
 		f.refs--
@@ -276,10 +290,6 @@ func (m *member) exit(leaving bool) {
 			delete(inodes.m, f.key)
 		}
 		f.f.Close()
-	}
-	if m.locked {
-		m.locked = false
-		inodes.Unlock()
 	}
 }
 

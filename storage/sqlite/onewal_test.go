@@ -93,6 +93,7 @@ func openErrorKind(err error) string {
 		{"read-only", sqlite.ErrReadOnly},
 		{"copy-in-use", sqlite.ErrCopyInUse},
 		{"backup", sqlite.ErrBackupCopy},
+		{"not-private", sqlite.ErrNotPrivate},
 	} {
 		if errors.Is(err, k.err) {
 			return k.name

@@ -11,6 +11,23 @@ type Config struct {
 	// LockDelay is the store's lock-delay: how long a name stays unavailable
 	// after its lease expired (not after a release).
 	LockDelay time.Duration
+
+	// LateCommit says that a grant or renewal may take effect after the
+	// instant its deadline counts from (Expires − TTL), at any time of the
+	// call: the store's deadline counts from before its commit, as
+	// storage/etcd's does (the etcd lease is granted, or kept alive, before
+	// the transaction that uses it). Without it, a grant takes effect
+	// exactly then.
+	LateCommit bool
+}
+
+// effect returns the instant a grant or renewal whose deadline counts from
+// from takes effect, for a call placed in [lo, hi].
+func (cfg Config) effect(from, lo time.Duration) time.Duration {
+	if cfg.LateCommit && from < lo {
+		return lo
+	}
+	return from
 }
 
 // leaseState is one name as a correct store sees it.
@@ -81,7 +98,7 @@ func stepLease(cfg Config, s leaseState, in Input, out Output) []leaseState {
 	case Acquire:
 		return stepAcquire(cfg, s, in, out, lo, hi)
 	case Renew:
-		return stepRenew(s, in, out, lo, hi)
+		return stepRenew(cfg, s, in, out, lo, hi)
 	case Release:
 		return stepRelease(s, in, out, lo, hi)
 	case Get:
@@ -106,7 +123,7 @@ func stepAcquire(cfg Config, s leaseState, in Input, out Output, lo, hi time.Dur
 	switch out.Result {
 	case OK:
 		// A grant reports its own instant: its deadline minus its TTL.
-		t := out.Expires - in.TTL
+		t := cfg.effect(out.Expires-in.TTL, lo)
 		if out.TTL != in.TTL || t < lo || t > hi {
 			return nil
 		}
@@ -153,14 +170,14 @@ func stepAcquire(cfg Config, s leaseState, in Input, out Output, lo, hi time.Dur
 	return nil
 }
 
-func stepRenew(s leaseState, in Input, out Output, lo, hi time.Duration) []leaseState {
+func stepRenew(cfg Config, s leaseState, in Input, out Output, lo, hi time.Duration) []leaseState {
 	ttl := in.TTL
 	if ttl == 0 {
 		ttl = s.TTL
 	}
 	switch out.Result {
 	case OK:
-		t := out.Expires - out.TTL
+		t := cfg.effect(out.Expires-out.TTL, lo)
 		if t < lo || t > hi || out.TTL != ttl || out.Token != in.Token || out.Owner != s.Owner ||
 			!s.owns(in.Holder, in.Token) || !s.live(t) {
 			return nil

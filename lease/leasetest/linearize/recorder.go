@@ -106,8 +106,19 @@ type call struct {
 
 func (r *Recorder) begin(client int, in Input) *call {
 	c := &call{r: r, client: client, in: in, start: r.since()}
-	c.in.Now, c.wall = r.clock.Now(), r.clock.Wall()
+	if nw, ok := r.clock.(nowWaller); ok {
+		c.in.Now, c.wall = nw.NowWall()
+	} else {
+		c.in.Now, c.wall = r.clock.Now(), r.clock.Wall()
+	}
 	return c
+}
+
+// nowWaller is a clock that moves while calls are outstanding (a store on
+// real time) and so must give both readings of one instant, or deadlines
+// would map to store times a few nanoseconds apart from call to call.
+type nowWaller interface {
+	NowWall() (time.Duration, time.Time)
 }
 
 // storeTime turns a wall-clock deadline the store reported into store time.

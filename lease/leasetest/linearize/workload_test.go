@@ -31,6 +31,7 @@ type workload struct {
 	cancel   float64       // the share of calls whose context ends after 0–3 ms
 	names    []string
 	keys     []string // no keys: the store has no fenced KV
+	ttls     []time.Duration
 	seed     uint64
 }
 
@@ -44,6 +45,7 @@ func defaultWorkload(seed uint64) workload {
 		// Names and keys that a path must escape, as well as plain ones.
 		names: []string{"lin/a", "lin/ä b%2F", "lin/../c"},
 		keys:  []string{"kv/x", "kv/y z%?"},
+		ttls:  ttls,
 		seed:  seed,
 	}
 	switch {
@@ -187,7 +189,7 @@ func (wk *worker) call(parent context.Context, c *linearize.Client) {
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
 	switch n := rng.IntN(100); {
 	case n < 35:
-		req := lease.AcquireRequest{Name: pick(wk.w.names), Holder: wk.holder(), TTL: ttls[rng.IntN(len(ttls))]}
+		req := lease.AcquireRequest{Name: pick(wk.w.names), Holder: wk.holder(), TTL: wk.w.ttls[rng.IntN(len(wk.w.ttls))]}
 		req.Owner = "owner-" + req.Holder
 		if rng.IntN(10) == 0 {
 			req.Wait = time.Duration(1+rng.IntN(20)) * time.Millisecond
@@ -203,7 +205,7 @@ func (wk *worker) call(parent context.Context, c *linearize.Client) {
 		g := wk.grants[rng.IntN(len(wk.grants))]
 		var ttl time.Duration
 		if rng.IntN(2) == 0 {
-			ttl = ttls[rng.IntN(len(ttls))]
+			ttl = wk.w.ttls[rng.IntN(len(wk.w.ttls))]
 		}
 		_, err := c.Renew(ctx, g.Name, g.Holder, g.Token, ttl)
 		wk.st.add("renew", err)

@@ -1,0 +1,185 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// etcdCluster is a cluster of etcd member processes on loopback, with data
+// under a test's temporary directory, stopped by pid at the end of the test.
+type etcdCluster struct {
+	t         testing.TB
+	bin       string
+	members   []*etcdMember
+	endpoints []string
+}
+
+type etcdMember struct {
+	name string
+	args []string
+
+	mu   sync.Mutex // guards cmd and done: the chaos loop restarts members while another goroutine pauses them
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// proc returns the member's current process and its done channel.
+func (m *etcdMember) proc() (*exec.Cmd, chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cmd, m.done
+}
+
+// etcdBinary returns the etcd server binary: $PICKET_ETCD_BIN, else etcd on
+// the PATH (.ci/etcd installs Debian's etcd-server). Without one the test
+// is skipped, or fails when PICKET_REQUIRE_ETCD=1.
+func etcdBinary(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("PICKET_ETCD_BIN"); b != "" {
+		return b
+	}
+	if b, err := exec.LookPath("etcd"); err == nil {
+		return b
+	}
+	if os.Getenv("PICKET_REQUIRE_ETCD") == "1" {
+		t.Fatal("no etcd binary (PICKET_ETCD_BIN or etcd on the PATH; .ci/etcd installs it)")
+	}
+	t.Skip("no etcd binary (PICKET_ETCD_BIN or etcd on the PATH; .ci/etcd installs it)")
+	return ""
+}
+
+// startEtcdCluster starts n members and waits until every one answers.
+// Heartbeat 20 ms and election 200 ms: quick failover on loopback; etcd's
+// minimum lease TTL is then one second.
+func startEtcdCluster(t testing.TB, n int) *etcdCluster {
+	t.Helper()
+	c := &etcdCluster{t: t, bin: etcdBinary(t)}
+	dir := t.TempDir()
+	var initial []string
+	type ports struct{ client, peer string }
+	var ps []ports
+	for i := range n {
+		p := ports{"http://" + freeAddr(t), "http://" + freeAddr(t)}
+		ps = append(ps, p)
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, p.peer))
+	}
+	for i, p := range ps {
+		m := &etcdMember{name: fmt.Sprintf("m%d", i), args: []string{
+			"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
+			"--listen-client-urls", p.client, "--advertise-client-urls", p.client,
+			"--listen-peer-urls", p.peer, "--initial-advertise-peer-urls", p.peer,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", "picket-chaos",
+			"--heartbeat-interval", "20", "--election-timeout", "200",
+			"--logger", "zap", "--log-level", "error",
+		}}
+		c.members = append(c.members, m)
+		c.endpoints = append(c.endpoints, p.client)
+		c.start(m)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			c.kill(m)
+		}
+	})
+	c.waitHealthy(time.Minute)
+	return c
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (c *etcdCluster) start(m *etcdMember) {
+	cmd := exec.Command(c.bin, m.args...)
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start etcd %s: %v", m.name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
+}
+
+// kill stops m with SIGKILL, by its pid, and waits for it.
+func (c *etcdCluster) kill(m *etcdMember) {
+	cmd, done := m.proc()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// status asks each member for its status; an unreachable member is left
+// out.
+func (c *etcdCluster) leader() int {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return -1
+	}
+	defer cli.Close()
+	for i, ep := range c.endpoints {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cli.Status(ctx, ep)
+		cancel()
+		if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitHealthy waits until every member answers a status request and one of
+// them is the leader.
+func (c *etcdCluster) waitHealthy(limit time.Duration) {
+	c.t.Helper()
+	waitFor(c.t, limit, "the etcd cluster to elect a leader", func() bool { return c.leader() >= 0 })
+}
+
+// killLeader kills the leader with SIGKILL and starts it again on the same
+// data, returning its index (-1: no leader within 10 s, as while an
+// election is under way after the last kill).
+func (c *etcdCluster) killLeader() int {
+	i := c.leader()
+	for end := time.Now().Add(10 * time.Second); i < 0 && time.Now().Before(end); i = c.leader() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if i < 0 {
+		return -1
+	}
+	c.kill(c.members[i])
+	time.Sleep(300 * time.Millisecond) // an election happens without it
+	c.start(c.members[i])
+	return i
+}
+
+// pause stops member i with SIGSTOP for d, then continues it.
+func (c *etcdCluster) pause(i int, d time.Duration) {
+	cmd, _ := c.members[i].proc()
+	_ = cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(d)
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+}

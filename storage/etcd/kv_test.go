@@ -1,0 +1,93 @@
+package etcd_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/etcd"
+	"github.com/picketlock/picket/storage/etcd/etcdtest"
+	"github.com/picketlock/picket/token"
+)
+
+// TestFencedKV: a write is accepted with a token at least the highest the
+// key has seen and rejected (a *token.StaleError with the highest) below it;
+// a delete keeps the highest token, so a late lower write stays stale; a
+// token above the cluster's revision was never issued and is refused.
+func TestFencedKV(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	st := mustOpen(t, c)
+	ctx := t.Context()
+	var toks []token.Token
+	for i := range 3 {
+		g, err := st.Acquire(ctx, lease.AcquireRequest{Name: "kv/lock", Holder: holder(i), TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, g.Token)
+		if err := st.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	low, mid, high := toks[0], toks[1], toks[2]
+
+	type step struct {
+		name  string
+		do    func() error
+		stale token.Token // the highest a stale answer must carry; 0: no stale answer
+		want  error       // else the error it must match (nil: success)
+	}
+	put := func(tok token.Token, v string) func() error {
+		return func() error { return st.PutFenced(ctx, "res", []byte(v), tok) }
+	}
+	del := func(tok token.Token) func() error { return func() error { return st.DeleteFenced(ctx, "res", tok) } }
+	steps := []step{
+		{"first write", put(mid, "a"), 0, nil},
+		{"same token again", put(mid, "b"), 0, nil},
+		{"lower token", put(low, "stale"), mid, nil},
+		{"higher token", put(high, "c"), 0, nil},
+		{"the old holder again", put(mid, "stale"), high, nil},
+		{"delete with a lower token", del(mid), high, nil},
+		{"delete", del(high), 0, nil},
+		{"delete again", del(high), 0, nil},
+		{"write below the kept token", put(low, "stale"), high, nil},
+		{"never issued", put(token.Max, "forged"), 0, lease.ErrInvalid},
+		{"token zero", put(0, "x"), 0, lease.ErrInvalid},
+		{"delete a key never written", func() error { return st.DeleteFenced(ctx, "other", mid) }, 0, nil},
+		{"write below the token a delete recorded", func() error { return st.PutFenced(ctx, "other", nil, low) }, mid, nil},
+		{"rewrite after delete", put(high, "d"), 0, nil},
+	}
+	for _, s := range steps {
+		err := s.do()
+		var se *token.StaleError
+		switch {
+		case s.stale != 0:
+			if !errors.As(err, &se) || !errors.Is(err, token.ErrStale) || se.Highest != s.stale {
+				t.Errorf("%s: got %v, want a *token.StaleError with highest %d", s.name, err, s.stale)
+			}
+		case s.want == nil && err != nil:
+			t.Errorf("%s: %v", s.name, err)
+		case s.want != nil && !errors.Is(err, s.want):
+			t.Errorf("%s: got %v, want %v", s.name, err, s.want)
+		}
+	}
+	v, tok, err := st.GetFenced(ctx, "res")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("d", string(v)); diff != "" || tok != high {
+		t.Errorf("GetFenced = %q token %d, want \"d\" token %d", v, tok, high)
+	}
+	_, _, err = st.GetFenced(ctx, "never")
+	if !errors.Is(err, lease.ErrNotFound) {
+		t.Errorf("GetFenced of a key never written: %v, want ErrNotFound", err)
+	}
+	big := make([]byte, etcd.MaxValueLen+1)
+	if err := st.PutFenced(ctx, "res", big, high); !errors.Is(err, lease.ErrInvalid) {
+		t.Errorf("PutFenced of %d bytes: %v, want ErrInvalid", len(big), err)
+	}
+}
+
+func holder(i int) string { return string(rune('a'+i)) + "-holder" }

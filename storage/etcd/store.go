@@ -1,0 +1,156 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log/level"
+	"github.com/picketlock/picket/lease"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Store is a lease.Store and a fenced key-value store on an etcd cluster.
+// It is safe for concurrent use; many Stores (in many processes, on many
+// machines) may share one cluster and one prefix.
+type Store struct {
+	cfg    config
+	client *clientv3.Client
+	keys   keys
+
+	pool leasePool
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // background revokes
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// Open connects to the etcd cluster whose client URLs are endpoints
+// ("http://127.0.0.1:2379", ...). The connection is made in the background:
+// Open does not wait for the cluster, and a cluster that cannot be reached
+// shows as lease.ErrUnavailable on the first request and in Health.
+//
+// Errors: lease.ErrInvalid for bad options or no endpoint, or the client's
+// error (an unreadable TLS file, for instance).
+func Open(endpoints []string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if len(endpoints) == 0 {
+		return nil, invalidf("no endpoint")
+	}
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          cfg.dialTimeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		TLS:                  tlsCfg,
+		Username:             cfg.username,
+		Password:             cfg.password,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: connect to %v: %w", endpoints, err)
+	}
+	return &Store{
+		cfg:     cfg,
+		client:  client,
+		keys:    keys{prefix: cfg.prefix + "/"},
+		closing: make(chan struct{}),
+	}, nil
+}
+
+// Close stops the background work and closes the connection. Leases stay in
+// the cluster: they are kept or expire there, whoever holds them.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.revokeLater(s.pool.drain()...)
+		s.wg.Wait()
+		err = s.client.Close()
+	})
+	return err
+}
+
+// Client returns the etcd client the store uses, for a caller that wants to
+// put picket's comparisons in transactions of its own (see doc.go).
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Prefix returns the key prefix, without its trailing "/".
+func (s *Store) Prefix() string { return s.cfg.prefix }
+
+// Health returns nil when the cluster has a leader and a quorum answers a
+// linearizable read, and an error matching lease.ErrUnavailable otherwise.
+func (s *Store) Health(ctx context.Context) error {
+	if s.closed() {
+		return ErrClosed
+	}
+	rctx, cancel := s.rpc(ctx)
+	defer cancel()
+	_, err := s.client.Get(rctx, s.keys.health(), clientv3.WithCountOnly())
+	return failed(ctx, "health", s.cfg.prefix, false, err)
+}
+
+func (s *Store) closed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// rpc returns the context of one request: bounded by the request timeout,
+// and failing at once on a member that has no leader.
+func (s *Store) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout)
+	return clientv3.WithRequireLeader(ctx), cancel
+}
+
+// revokeLater revokes etcd leases in the background, bounded by the request
+// timeout; Close waits for it. A revoke that fails is harmless: the etcd
+// lease expires by itself.
+func (s *Store) revokeLater(ids ...clientv3.LeaseID) {
+	var todo []clientv3.LeaseID
+	for _, id := range ids {
+		if id != clientv3.NoLease {
+			todo = append(todo, id)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+		defer cancel()
+		for _, id := range todo {
+			if _, err := s.client.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+				level.Debug(s.cfg.logger).Log("msg", "revoke failed; the etcd lease will expire by itself", "id", fmt.Sprintf("%x", int64(id)), "err", err)
+			}
+		}
+	})
+}
+
+// keys names the keys of one prefix. Names cannot contain NUL (they refuse
+// control characters), so NUL separates a name from what follows it.
+type keys struct{ prefix string }
+
+func (k keys) lease(name string) string { return k.prefix + "leases/" + name }
+func (k keys) leases() string           { return k.prefix + "leases/" }
+func (k keys) delay(name string) string { return k.prefix + "delay/" + name }
+func (k keys) queue(name string) string { return k.prefix + "queue/" + name + "\x00" }
+func (k keys) kv(key string) string     { return k.prefix + "kv/" + key }
+func (k keys) health() string           { return k.prefix + "health" }
