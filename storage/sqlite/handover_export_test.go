@@ -1,6 +1,10 @@
 package sqlite
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Parked returns how many acquires wait in s's queue for name, for tests
 // that must know a waiter is queued before they release.
@@ -75,3 +79,23 @@ func SetWaitFallback(d time.Duration) { waitFallbackOverride.Store(int64(d)) }
 // SetWaiterTTL sets how long a waiters row lives without a refresh (zero:
 // the default, 2 s); the waiting call refreshes it every quarter of that.
 func SetWaiterTTL(d time.Duration) { waiterTTLOverride.Store(int64(d)) }
+
+// DumpWaiters describes the waiters table, for a test's failure message.
+func DumpWaiters(s *Store) string {
+	rows, err := s.rdb.Query("SELECT seq, name, holder, process = ?, expires_at, token FROM waiters ORDER BY seq", s.waiters.process())
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var seq, exp, tok int64
+		var name, holder string
+		var mine bool
+		if err := rows.Scan(&seq, &name, &holder, &mine, &exp, &tok); err != nil {
+			return err.Error()
+		}
+		out = append(out, fmt.Sprintf("seq %d %s %s mine=%v exp=%d token=%d", seq, name, holder, mine, exp, tok))
+	}
+	return strings.Join(out, "; ")
+}

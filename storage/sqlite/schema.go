@@ -97,8 +97,11 @@ func (s *Store) syncEpoch(ctx context.Context, q querier) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("sqlite: restart leases in a new epoch: %w", err)
 		}
-		// Waiters rows likewise: their expiries are readings of the old clock.
-		if _, err := q.ExecContext(ctx, "UPDATE waiters SET expires_at = ?", int64(now+waiterTTL())); err != nil {
+		// Waiters rows go: their expiries are readings of the old clock, and
+		// after a reboot their processes are gone. A live waiter (in another
+		// time namespace) finds its row missing at its next poll and queues
+		// again.
+		if _, err := q.ExecContext(ctx, "DELETE FROM waiters"); err != nil {
 			return "", fmt.Errorf("sqlite: restart waiters in a new epoch: %w", err)
 		}
 		if _, err := q.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'epoch'", epoch); err != nil {

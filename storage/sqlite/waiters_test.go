@@ -74,7 +74,7 @@ func legacyEnv(legacy bool) []string {
 }
 
 // crossProcessWaiterRun is the reproduction of issue 9 item 5: process A (a
-// child) acquires and releases the name "hot" from 3 goroutines, so it
+// child) acquires and releases the name "hot" from 6 goroutines, so it
 // always has waiters of its own; then this process asks for the name with
 // Wait 3 s. It returns this process's grant, how many grants A had made by
 // then, and this process's error.
@@ -82,7 +82,7 @@ func crossProcessWaiterRun(t *testing.T, legacy bool) (lease.Grant, int, error) 
 	path := filepath.Join(t.TempDir(), "picket.db")
 	s := mustOpenPath(t, path)
 	ctx := ctxT(t)
-	_, lines := startChild(t, ctx, "hot", path, "A", 10_000, append(legacyEnv(legacy), "PICKET_TEST_WORKERS=3")...)
+	_, lines := startChild(t, ctx, "hot", path, "A", 10_000, append(legacyEnv(legacy), "PICKET_TEST_WORKERS=6")...)
 	if l := nextLine(t, lines); l != "ready" {
 		t.Fatalf("child A: %q", l)
 	}
@@ -131,7 +131,7 @@ func TestWaiterOtherProcessControl(t *testing.T) {
 	t.Logf("caught: B held out for 3 s while A made %d+ grants", n)
 }
 
-// hotContention runs two hot children (2 goroutines each) on one file for
+// hotContention runs two hot children (3 goroutines each) on one file for
 // d and returns their grants, failing on any error they print.
 func hotContention(t *testing.T, d time.Duration, legacy bool) [][]grantRecord {
 	path := filepath.Join(t.TempDir(), "picket.db")
@@ -143,7 +143,7 @@ func hotContention(t *testing.T, d time.Duration, legacy bool) [][]grantRecord {
 	for i := range recs {
 		id := strconv.Itoa(i)
 		cmd := child(t, ctx, "hot", path, id, int(d.Milliseconds()))
-		cmd.Env = append(cmd.Env, append(legacyEnv(legacy), "PICKET_TEST_WORKERS=2")...)
+		cmd.Env = append(cmd.Env, append(legacyEnv(legacy), "PICKET_TEST_WORKERS=3")...)
 		wg.Go(func() {
 			out, err := cmd.Output()
 			if err != nil {
@@ -194,7 +194,7 @@ func fairnessViolation(recs [][]grantRecord) (string, error) {
 }
 
 // TestWaitersTwoProcessesFair: two processes contending on a hot name for
-// 10 s (3 s with -short), two goroutines each: neither starves (each has
+// 10 s (3 s with -short), three goroutines each: neither starves (each has
 // at least a quarter of its fair share), and every token is unique and
 // granted after the one before it was released.
 func TestWaitersTwoProcessesFair(t *testing.T) {
@@ -320,6 +320,7 @@ func wakeRun(t *testing.T, rounds int, env ...string) []time.Duration {
 		select {
 		case line = <-lines:
 		case <-time.After(3 * time.Second):
+			t.Logf("waiters rows: %s", sqlite.DumpWaiters(s))
 			return lat
 		}
 		var tok token.Token

@@ -19,7 +19,7 @@ import (
 // watchRecheckMax. Elsewhere, or if the watch cannot be set up, the
 // waiting calls' backoff timers (up to 250 ms) find the grant instead.
 
-const watchRecheckMax = 64 * time.Millisecond
+const watchRecheckMax = 512 * time.Millisecond
 
 // startWatch starts the watch unless it runs; the writer goroutine calls
 // it when a batch queued a row. The watch stops by itself once no call of
@@ -62,7 +62,10 @@ const watchIdle = 50 * time.Millisecond
 func (s *Store) watchLoop(f *os.File, done chan struct{}) {
 	defer close(done)
 	buf := make([]byte, 4096)
-	var recheck time.Duration
+	// A grant may have been committed, or be committing, before the watch
+	// began: check at once, and again, as after a notification.
+	recheck := time.Millisecond
+	s.checkGrants()
 	for {
 		wait := watchIdle
 		if recheck > 0 {

@@ -8,7 +8,7 @@
 -- deleted. process names the Store that waits (random, per open).
 
 CREATE TABLE waiters (
-	seq           INTEGER PRIMARY KEY,
+	seq           INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: a process may still name a deleted row
 	name          TEXT NOT NULL,
 	holder        TEXT NOT NULL,
 	owner         TEXT NOT NULL,
