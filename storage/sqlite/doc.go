@@ -30,6 +30,12 @@
 // itself, so SQLITE_BUSY never reaches a caller. The file must be on a local
 // file system (WAL needs shared memory).
 //
+// Acquires that wait for a held name queue in the file (the waiters table),
+// so the waiters of every process sharing it are served in the order they
+// came: a release hands the name to the oldest in its own transaction, and
+// a waiter in another process learns of it from a change notification on
+// the -wal file (inotify on Linux; a timer elsewhere). See queue.go.
+//
 // # Time
 //
 // Only the store's clock (a lease.Clock, SystemClock by default) decides
