@@ -5,11 +5,13 @@
 package etcdtest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,8 +40,27 @@ type Cluster struct {
 // Start starts a cluster of n members on loopback and waits until it has a
 // leader; t.Cleanup stops it. It fails t if the cluster does not come up
 // within a minute.
+//
+// The members' ports are picked free and bound a moment later, so another
+// process can take one in between; Start then tries again on new ports (at
+// most three times).
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	for try := 1; ; try++ {
+		c, err := start(t, n)
+		if err == nil {
+			t.Cleanup(c.Close)
+			return c
+		}
+		c.Close()
+		if !addrInUse(err) || try == 3 {
+			t.Fatalf("etcdtest: %v", err)
+		}
+		t.Logf("etcdtest: %v; again on other ports", err)
+	}
+}
+
+func start(t testing.TB, n int) (*Cluster, error) {
 	dir := t.TempDir()
 	cfgs := make([]*embed.Config, n)
 	var initial []string
@@ -58,7 +79,6 @@ func Start(t testing.TB, n int) *Cluster {
 		cfgs[i] = cfg
 	}
 	c := &Cluster{}
-	t.Cleanup(c.Close)
 	started := make(chan error, n)
 	var mu sync.Mutex
 	for _, cfg := range cfgs {
@@ -74,21 +94,25 @@ func Start(t testing.TB, n int) *Cluster {
 		}()
 		c.Endpoints = append(c.Endpoints, cfg.AdvertiseClientUrls[0].String())
 	}
+	var startErr error
 	for range n {
-		if err := <-started; err != nil {
-			t.Fatalf("etcdtest: start a member: %v", err)
+		if err := <-started; err != nil && startErr == nil {
+			startErr = fmt.Errorf("start a member: %w", err)
 		}
+	}
+	if startErr != nil {
+		return c, startErr
 	}
 	for _, e := range c.members {
 		select {
 		case <-e.Server.ReadyNotify():
 		case err := <-e.Err():
-			t.Fatalf("etcdtest: member %s: %v", e.Config().Name, err)
+			return c, fmt.Errorf("member %s: %w", e.Config().Name, err)
 		case <-time.After(time.Minute):
-			t.Fatalf("etcdtest: member %s not ready within a minute", e.Config().Name)
+			return c, fmt.Errorf("member %s not ready within a minute", e.Config().Name)
 		}
 	}
-	return c
+	return c, nil
 }
 
 // Close stops every member.
@@ -100,6 +124,12 @@ func (c *Cluster) Close() {
 		}
 		wg.Wait()
 	})
+}
+
+// addrInUse reports whether err is a port taken by someone else. etcd does
+// not always wrap the listener's error, so its text is the fallback.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // freeURL returns an http URL on a loopback port that was free a moment ago.
