@@ -244,24 +244,39 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		return lease.Grant{}, ErrClosed
 	}
 	sent := time.Now()
-	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Get(rctx, s.keys.lease(name))
-	cancel()
-	if err != nil {
-		return lease.Grant{}, failed(ctx, "renew", name, false, err)
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := s.rpc(ctx)
+		resp, err := s.client.Get(rctx, s.keys.lease(name))
+		cancel()
+		if err != nil {
+			return lease.Grant{}, failed(ctx, "renew", name, false, err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != int64(tok) {
+			return lease.Grant{}, lost("renew", name)
+		}
+		h, r, err := decodeLease(resp.Kvs[0].Value)
+		if err != nil {
+			return lease.Grant{}, err
+		}
+		if h != holderHash(holder) {
+			return lease.Grant{}, lost("renew", name)
+		}
+		g, err := s.renewKV(ctx, "renew", name, holder, resp.Kvs[0], r, ttl, sent)
+		if errors.Is(err, lease.ErrLost) && attempt < renewAttempts {
+			// The key's etcd lease changed under us: a concurrent call of
+			// the same holder (a re-acquire, a renew with another TTL)
+			// moved it to a new one. The lease is still this holder's
+			// as long as the key is: read it again rather than answer
+			// "lost" for a lease that is held.
+			continue
+		}
+		return g, err
 	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != int64(tok) {
-		return lease.Grant{}, lost("renew", name)
-	}
-	h, r, err := decodeLease(resp.Kvs[0].Value)
-	if err != nil {
-		return lease.Grant{}, err
-	}
-	if h != holderHash(holder) {
-		return lease.Grant{}, lost("renew", name)
-	}
-	return s.renewKV(ctx, "renew", name, holder, resp.Kvs[0], r, ttl, sent)
 }
+
+// renewAttempts bounds how often Renew reads the key again after a
+// concurrent call of the same holder moved it to another etcd lease.
+const renewAttempts = 5
 
 func lost(op, name string) error {
 	return fmt.Errorf("etcd: %s %q: %w", op, name, lease.ErrLost)
