@@ -10,18 +10,24 @@ import (
 	"github.com/picketlock/picket/storage/etcd"
 )
 
-func init() {
-	picketOnEtcd = func(label string, endpoints []string) Target {
-		t := EtcdTarget(label, endpoints)
-		t.Name = "picket-on-" + label
-		t.Durability += "; picket's lease.Store (storage/etcd)"
-		t.Open = func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
-			st, err := etcd.Open(endpoints, etcd.WithPrefix("picket-peers-"+lease.NewHolder()[:8]))
-			if err != nil {
-				return nil, "", nil, err
-			}
-			return st, "storage/etcd", st.Close, nil
+// EtcdTargets returns the targets of one etcd cluster: etcd's own
+// concurrency.Mutex, and picket's storage/etcd on the same cluster.
+func EtcdTargets(label string, endpoints []string) []Target {
+	return []Target{EtcdTarget(label, endpoints), picketOnEtcd(label, endpoints)}
+}
+
+// picketOnEtcd is the "picket on etcd" target for an etcd cluster: the
+// same workloads through storage/etcd, each run under a prefix of its own.
+func picketOnEtcd(label string, endpoints []string) Target {
+	t := EtcdTarget(label, endpoints)
+	t.Name = "picket-on-" + label
+	t.Durability += "; picket's lease.Store (storage/etcd)"
+	t.Open = func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
+		st, err := etcd.Open(endpoints, etcd.WithPrefix("picket-peers-"+lease.NewHolder()[:8]))
+		if err != nil {
+			return nil, "", nil, err
 		}
-		return t
+		return st, "storage/etcd", st.Close, nil
 	}
+	return t
 }
