@@ -36,14 +36,7 @@ type KV interface {
 // kvPut answers PUT /v1/kv/{key...}: the body is the value, the
 // Fencing-Token header (required, at least 1) the writer's token.
 func (s *Server) kvPut(w http.ResponseWriter, r *http.Request) error {
-	if s.kv == nil {
-		return errNoKV
-	}
-	key := r.PathValue("key")
-	if err := lease.ValidateName(key); err != nil {
-		return err
-	}
-	tok, err := token.FromRequest(r)
+	key, tok, err := s.kvWrite(r)
 	if err != nil {
 		return err
 	}
@@ -63,14 +56,7 @@ func (s *Server) kvPut(w http.ResponseWriter, r *http.Request) error {
 // (required) must be at least the highest token the key has seen; the value
 // goes and the token stays, as the key's highest.
 func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request) error {
-	if s.kv == nil {
-		return errNoKV
-	}
-	key := r.PathValue("key")
-	if err := lease.ValidateName(key); err != nil {
-		return err
-	}
-	tok, err := token.FromRequest(r)
+	key, tok, err := s.kvWrite(r)
 	if err != nil {
 		return err
 	}
@@ -83,11 +69,8 @@ func (s *Server) kvDelete(w http.ResponseWriter, r *http.Request) error {
 // kvGet answers GET /v1/kv/{key...} with the raw value and, in the
 // Fencing-Token header, the highest token the key has seen.
 func (s *Server) kvGet(w http.ResponseWriter, r *http.Request) error {
-	if s.kv == nil {
-		return errNoKV
-	}
-	key := r.PathValue("key")
-	if err := lease.ValidateName(key); err != nil {
+	key, err := s.kvKey(r)
+	if err != nil {
 		return err
 	}
 	value, tok, err := s.kv.GetFenced(r.Context(), key)
@@ -103,6 +86,30 @@ func (s *Server) kvGet(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(value)
 	return nil
+}
+
+// kvKey checks that the server keeps fenced values and returns the
+// request's key, validated.
+func (s *Server) kvKey(r *http.Request) (string, error) {
+	if s.kv == nil {
+		return "", errNoKV
+	}
+	key := r.PathValue("key")
+	if err := lease.ValidateName(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// kvWrite is kvKey plus the writer's Fencing-Token, which PUT and DELETE
+// require.
+func (s *Server) kvWrite(r *http.Request) (string, token.Token, error) {
+	key, err := s.kvKey(r)
+	if err != nil {
+		return "", 0, err
+	}
+	tok, err := token.FromRequest(r)
+	return key, tok, err
 }
 
 var errNoKV = fmt.Errorf("httpapi: %w: this server keeps no fenced values", lease.ErrNotFound)
