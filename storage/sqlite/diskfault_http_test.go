@@ -3,11 +3,9 @@ package sqlite_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -26,25 +24,12 @@ func TestFailedSyncHealthz(t *testing.T) {
 	defer srv.Close()
 	call := func(method, path, body string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctxT(t), method, srv.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		code, b := httpCall(t, method, srv.URL+path, body)
 		var m map[string]any
 		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s %s: %d %q: %v", method, path, resp.StatusCode, b, err)
+			t.Fatalf("%s %s: %d %q: %v", method, path, code, b, err)
 		}
-		return resp.StatusCode, m
+		return code, m
 	}
 	if code, m := call("POST", "/v1/acquire", `{"name": "a", "ttl_ms": 60000}`); code != 200 || m["token"] != 1.0 {
 		t.Fatalf("acquire before: %d %v", code, m)

@@ -3,8 +3,6 @@ package sqlite_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -26,21 +24,8 @@ func TestHealthzTruthful(t *testing.T) {
 	defer srv.Close()
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctxT(t), method, srv.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
+		code, b := httpCall(t, method, srv.URL+path, body)
+		return code, string(b)
 	}
 	owner := strings.Repeat("o", lease.MaxOwnerLen)
 	acquireN := 0
