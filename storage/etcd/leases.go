@@ -94,26 +94,52 @@ func (s *Store) tryAcquire(ctx context.Context, req lease.AcquireRequest, q *pla
 	}
 }
 
+// errLeaseGone: the transaction of an attempt found its etcd lease gone (a
+// pooled one reused without a keep-alive, revoked meanwhile by another
+// store); nothing was written.
+var errLeaseGone = errors.New("etcd: the etcd lease is gone")
+
 func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, error) {
+	g, b, err := s.attemptOn(ctx, req, q, true)
+	if errors.Is(err, errLeaseGone) {
+		g, b, err = s.attemptOn(ctx, req, q, false)
+	}
+	return g, b, err
+}
+
+// attemptOn makes one attempt, on a pooled etcd lease if pooled, else on a
+// new one.
+func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *place, pooled bool) (lease.Grant, *blocker, error) {
 	name := req.Name
 	sent := time.Now()
-	l, err := s.takeLease(ctx, "acquire", name, seconds(req.TTL))
+	ttl := seconds(req.TTL)
+	var l etcdLease
+	var err error
+	if pooled {
+		l, err = s.takeLease(ctx, "acquire", name, ttl, sent)
+	} else {
+		l, err = s.grant(ctx, "acquire", name, ttl+slack(ttl))
+	}
 	if err != nil {
 		return lease.Grant{}, nil, err
 	}
-	var d *clientv3.LeaseGrantResponse
+	granted := reported(l.TTL, ttl)
+	var d etcdLease
 	if req.LockDelay > 0 {
+		// The lock-delay key's etcd lease outlives the lease key's by the
+		// lock-delay at least: granted now for the whole etcd TTL of the
+		// lease key's plus the lock-delay.
 		if d, err = s.grant(ctx, "acquire", name, l.TTL+seconds(req.LockDelay)); err != nil {
-			s.giveLease(seconds(req.TTL), l.ID)
+			s.giveLease(ttl, l)
 			return lease.Grant{}, nil, err
 		}
 	}
 	rec := record{
 		Owner:     req.Owner,
-		Asked:     seconds(req.TTL),
-		TTL:       l.TTL * 1000,
+		Asked:     ttl,
+		TTL:       granted * 1000,
 		LockDelay: req.LockDelay.Milliseconds(),
-		Expires:   expiresAt(sent, l.TTL),
+		Expires:   expiresAt(sent, granted),
 	}
 	k, dk, qp := s.keys.lease(name), s.keys.delay(name), s.keys.queue(name)
 	cmps := []clientv3.Cmp{
@@ -131,7 +157,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		queueGet = append(queueGet, clientv3.WithMaxCreateRev(q.rev-1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend))
 	}
-	if d != nil {
+	if d.ID != clientv3.NoLease {
 		rec.DelayLease = int64(d.ID)
 		dr := delayRecord{Owner: req.Owner, FreeAt: rec.Expires + int64(req.LockDelay)}
 		then = append(then, clientv3.OpPut(dk, encodeDelay(dr), clientv3.WithLease(d.ID)))
@@ -143,6 +169,15 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		Else(clientv3.OpGet(k), clientv3.OpGet(dk), clientv3.OpGet(qp, queueGet...)).Commit()
 	cancel()
 	if err != nil {
+		if isLeaseNotFound(err) {
+			// etcd refused the transaction whole (a put on an etcd lease
+			// that is gone): nothing was written.
+			s.revokeLater(d.ID)
+			if pooled {
+				return lease.Grant{}, nil, errLeaseGone
+			}
+			return lease.Grant{}, nil, failed(ctx, "acquire", name, false, err)
+		}
 		// The grant may have been committed: its etcd lease stays, so that
 		// the holder's retry gets the same grant back (or it expires).
 		return lease.Grant{}, nil, failed(ctx, "acquire", name, true, err)
@@ -150,18 +185,19 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	if resp.Succeeded {
 		tok := token.Token(resp.Header.Revision)
 		if tok > token.Max {
-			s.revokeLater(l.ID, leaseID(d)) // deletes the key just made
+			s.revokeLater(l.ID, d.ID) // deletes the key just made
 			return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
 				name, tok, token.Max, lease.ErrUnavailable)
 		}
+		s.lives.set(l)
 		return lease.Grant{
 			Name: name, Holder: req.Holder, Owner: req.Owner, Token: tok,
-			TTL:     time.Duration(l.TTL) * time.Second,
+			TTL:     time.Duration(granted) * time.Second,
 			Expires: time.Unix(0, rec.Expires).UTC(),
 		}, nil, nil
 	}
-	s.giveLease(seconds(req.TTL), l.ID) // nothing was attached to it
-	s.revokeLater(leaseID(d))
+	s.giveLease(ttl, l) // nothing was attached to it
+	s.revokeLater(d.ID)
 	rev := resp.Header.Revision
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		info, r, h, err := leaseInfo(name, kvs[0])
@@ -208,23 +244,17 @@ func held(name, owner string, expires time.Time) *lease.HeldError {
 	return &lease.HeldError{Name: name, Owner: owner, Expires: expires.UTC()}
 }
 
-func leaseID(r *clientv3.LeaseGrantResponse) clientv3.LeaseID {
-	if r == nil {
-		return clientv3.NoLease
-	}
-	return r.ID
-}
-
 // grant makes an etcd lease of ttl seconds (etcd may make it longer: its
 // minimum TTL).
-func (s *Store) grant(ctx context.Context, op, name string, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+func (s *Store) grant(ctx context.Context, op, name string, ttl int64) (etcdLease, error) {
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
-	l, err := s.client.Grant(rctx, ttl)
+	sent := time.Now()
+	r, err := s.client.Grant(rctx, ttl)
 	if err != nil {
-		return nil, failed(ctx, op, name, false, err)
+		return etcdLease{}, failed(ctx, op, name, false, err)
 	}
-	return l, nil
+	return etcdLease{ID: r.ID, TTL: r.TTL, alive: sent.Add(time.Duration(r.TTL) * time.Second)}, nil
 }
 
 // Renew extends the lease (see lease.Store). The etcd lease is kept alive
@@ -290,35 +320,31 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 	if ttl != 0 {
 		asked = seconds(ttl)
 	}
-	rctx, cancel := s.rpc(ctx)
-	ka, err := s.client.KeepAliveOnce(rctx, old)
-	cancel()
+	ka, err := s.keepAlive(ctx, old)
 	if isLeaseNotFound(err) {
 		return lease.Grant{}, lost(op, name)
 	}
 	if err != nil {
 		return lease.Grant{}, failed(ctx, op, name, true, err)
 	}
-	granted, l, d := ka.TTL, old, oldDelay
+	l, d := ka, oldDelay
 	var made []clientv3.LeaseID // the etcd leases this renew made
 	if asked != r.Asked {
-		nl, err := s.grant(ctx, op, name, asked)
+		nl, err := s.grant(ctx, op, name, asked+slack(asked))
 		if err != nil {
 			return lease.Grant{}, err
 		}
-		granted, l = nl.TTL, nl.ID
-		made = append(made, l)
+		l = nl
+		made = append(made, l.ID)
 	}
 	if r.LockDelay > 0 {
-		keep := d != clientv3.NoLease && l == old
+		keep := d != clientv3.NoLease && l.ID == old
 		if keep {
-			rctx, cancel := s.rpc(ctx)
-			_, err = s.client.KeepAliveOnce(rctx, d)
-			cancel()
+			_, err = s.keepAlive(ctx, d)
 			keep = err == nil
 		}
 		if !keep {
-			nd, err := s.grant(ctx, op, name, granted+seconds(time.Duration(r.LockDelay)*time.Millisecond))
+			nd, err := s.grant(ctx, op, name, l.TTL+seconds(time.Duration(r.LockDelay)*time.Millisecond))
 			if err != nil {
 				s.revokeLater(made...)
 				return lease.Grant{}, err
@@ -327,15 +353,16 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 			made = append(made, d)
 		}
 	}
+	granted := reported(l.TTL, asked)
 	r.Asked, r.TTL, r.DelayLease = asked, granted*1000, int64(d)
 	r.Expires = expiresAt(sent, granted)
 	k := s.keys.lease(name)
-	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(holder, r), clientv3.WithLease(l))}
+	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(holder, r), clientv3.WithLease(l.ID))}
 	if d != clientv3.NoLease {
 		dr := delayRecord{Owner: r.Owner, FreeAt: r.Expires + r.LockDelay*int64(time.Millisecond)}
 		then = append(then, clientv3.OpPut(s.keys.delay(name), encodeDelay(dr), clientv3.WithLease(d)))
 	}
-	rctx, cancel = s.rpc(ctx)
+	rctx, cancel := s.rpc(ctx)
 	resp, err := s.client.Txn(rctx).If(
 		clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision),
 		clientv3.Compare(clientv3.LeaseValue(k), "=", kv.Lease),
@@ -350,7 +377,8 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 		s.revokeLater(made...)
 		return lease.Grant{}, lost(op, name)
 	}
-	if l != old {
+	s.lives.set(l)
+	if l.ID != old {
 		s.revokeLater(old)
 	}
 	if d != oldDelay {
@@ -401,7 +429,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		// attached any more, and serves the next grant of its TTL.
 		_, r, err := decodeLease(kvs[0].Value)
 		if err == nil && r.Asked > 0 {
-			s.giveLease(r.Asked, clientv3.LeaseID(kvs[0].Lease))
+			s.giveLease(r.Asked, s.lives.take(clientv3.LeaseID(kvs[0].Lease)))
 		} else {
 			s.revokeLater(clientv3.LeaseID(kvs[0].Lease))
 		}

@@ -20,7 +20,10 @@ type Store struct {
 	client *clientv3.Client
 	keys   keys
 
-	pool leasePool
+	pool  leasePool
+	lives lifetimes
+
+	test testKnobs // zero outside tests
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -142,6 +145,18 @@ func (s *Store) revokeLater(ids ...clientv3.LeaseID) {
 			}
 		}
 	})
+}
+
+// testKnobs change the store's behaviour for tests and benchmarks only
+// (export_test.go sets them).
+type testKnobs struct {
+	// keepAliveAlways keeps every pooled etcd lease alive before reuse,
+	// as the store did before it remembered their lifetimes (benchmarks
+	// compare the two).
+	keepAliveAlways bool
+	// reuseAny reuses a pooled etcd lease without keeping it alive
+	// whatever its age: the broken store of the tests' controls.
+	reuseAny bool
 }
 
 // keys names the keys of one prefix. Names cannot contain NUL (they refuse
