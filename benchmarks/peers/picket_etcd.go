@@ -5,7 +5,10 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
@@ -24,11 +27,12 @@ func picketOnEtcd(label string, endpoints []string) Target {
 	t.Name = "picket-on-" + label
 	t.Durability += "; picket's lease.Store (storage/etcd)"
 	t.Open = func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
-		if err := settle(ctx); err != nil {
-			return nil, "", nil, err
-		}
 		st, err := etcd.Open(endpoints, etcd.WithPrefix("picket-peers-"+lease.NewHolder()[:8]))
 		if err != nil {
+			return nil, "", nil, err
+		}
+		if err := settle(ctx, st.Client()); err != nil {
+			st.Close()
 			return nil, "", nil, err
 		}
 		return st, "storage/etcd", st.Close, nil
@@ -36,28 +40,46 @@ func picketOnEtcd(label string, endpoints []string) Target {
 	return t
 }
 
-// settleTime is how long the picket target lets etcd sit idle before it
-// starts.
+// settle makes etcd give up the write buffer the target before this one
+// left inflated, so that picket starts on the cluster in the state etcd's
+// own mutex found it: fresh.
 //
-// The mutex target that runs just before it on the same cluster ends by
-// closing its sessions, which deletes every key its fresh-grant step made
-// (about 13,000 at 64 clients) within one of etcd's backend batches
-// (100 ms). etcd 3.4 copies its buffer of writes not yet in its backend at
-// every read transaction (each Txn, each lease grant and keep-alive), and
-// copies that buffer's whole capacity, which keeps the size of its largest
-// batch for as long as every batch writes. Started at once, the picket row
-// paid for that cleanup: 924 µs of etcd CPU per cycle against 435 µs after a
-// pause (one run, etcd 3.4.23, 64 clients; profile in docs/performance.md).
-// An idle batch or two gives the buffer up; a second is plenty.
-const settleTime = time.Second
-
-func settle(ctx context.Context) error {
-	t := time.NewTimer(settleTime)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// That target ends by closing its sessions, which deletes every key its
+// fresh-grant steps made (tens of thousands) within one or two of etcd's
+// backend batches (100 ms). etcd 3.4 copies its buffer of writes not yet in
+// its backend at every read transaction (each Txn, each lease grant and
+// keep-alive), and copies the buffer's whole capacity, which stays that of
+// its largest batch for as long as every committed batch writes keys again:
+// forever under load. Only a batch that writes something else (an etcd
+// lease grant, say) and no key lets it go. Started at once, the picket row
+// paid for that cleanup, by chance: 3 of 7 runs at 64 clients paid two to
+// three times the etcd CPU per cycle of the others (924 against 352 us).
+// So: a pause for the last batch to commit, one etcd lease granted alone in
+// a batch of its own, another pause, and the lease revoked.
+func settle(ctx context.Context, c *clientv3.Client) error {
+	const batch = 300 * time.Millisecond // three of etcd's batch intervals
+	pause := func() error {
+		t := time.NewTimer(batch)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	if err := pause(); err != nil {
+		return err
+	}
+	l, err := c.Grant(ctx, 5)
+	if err != nil {
+		return fmt.Errorf("settle etcd: %w", err)
+	}
+	if err := pause(); err != nil {
+		return err
+	}
+	if _, err := c.Revoke(ctx, l.ID); err != nil {
+		return fmt.Errorf("settle etcd: %w", err)
+	}
+	return pause()
 }
