@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/picketlock/picket/lease"
 )
@@ -59,4 +60,42 @@ func encodeBoth(v any) (fast, slow []byte, ok bool) {
 	fast, ok = encodeFast(nil, v)
 	slow, _ = json.Marshal(v)
 	return fast, append(slow, '\n'), ok
+}
+
+// RequestBoth renders a request body through the fast path and through
+// json.Marshal; kind is "acquire", "renew" or "release".
+func RequestBoth(kind, name, owner, holder string, tok uint64, ttlMS, waitMS, delayMS int64, withTTL bool) (fast, slow []byte, ok bool) {
+	var v any
+	switch kind {
+	case "acquire":
+		v = acquireBody{Name: name, TTLMS: ttlMS, Owner: owner, Holder: holder, WaitMS: waitMS, LockDelayMS: delayMS}
+	case "renew":
+		rb := renewBody{Name: name, Holder: holder, Token: tok}
+		if withTTL {
+			rb.TTLMS = &ttlMS
+		}
+		v = rb
+	default:
+		v = releaseBody{Name: name, Holder: holder, Token: tok}
+	}
+	fast, ok = encodeRequest(v)
+	slow, _ = json.Marshal(v)
+	return fast, slow, ok
+}
+
+// AnswerBoth decodes a grant answer (or, with released, a release's)
+// through decodeAnswer and through a json.Decoder, and renders each result
+// and error as text.
+func AnswerBoth(b []byte, released bool) (fast, slow string) {
+	render := func(v any, err error) string { return fmt.Sprintf("%+v %v", v, err) }
+	if released {
+		var f, s releasedJSON
+		ferr := decodeAnswer(bytes.NewReader(b), &f)
+		serr := json.NewDecoder(bytes.NewReader(b)).Decode(&s)
+		return render(f, ferr), render(s, serr)
+	}
+	var f, s grantJSON
+	ferr := decodeAnswer(bytes.NewReader(b), &f)
+	serr := json.NewDecoder(bytes.NewReader(b)).Decode(&s)
+	return render(f, ferr), render(s, serr)
 }

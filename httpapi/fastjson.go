@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -270,4 +272,84 @@ func appendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	buf = append(buf, s...)
 	return append(buf, '"')
+}
+
+// encodeRequest renders the body of an acquire, renew or release as
+// json.Marshal would; it reports false for any other type.
+func encodeRequest(v any) ([]byte, bool) {
+	buf := make([]byte, 0, 192)
+	switch v := v.(type) {
+	case acquireBody:
+		buf = append(buf, `{"name":`...)
+		buf = appendString(buf, v.Name)
+		buf = append(buf, `,"ttl_ms":`...)
+		buf = strconv.AppendInt(buf, v.TTLMS, 10)
+		buf = append(buf, `,"owner":`...)
+		buf = appendString(buf, v.Owner)
+		buf = append(buf, `,"holder":`...)
+		buf = appendString(buf, v.Holder)
+		if v.WaitMS != 0 {
+			buf = append(buf, `,"wait_ms":`...)
+			buf = strconv.AppendInt(buf, v.WaitMS, 10)
+		}
+		if v.LockDelayMS != 0 {
+			buf = append(buf, `,"lock_delay_ms":`...)
+			buf = strconv.AppendInt(buf, v.LockDelayMS, 10)
+		}
+	case renewBody:
+		buf = appendNameHolderToken(buf, v.Name, v.Holder, v.Token)
+		if v.TTLMS != nil {
+			buf = append(buf, `,"ttl_ms":`...)
+			buf = strconv.AppendInt(buf, *v.TTLMS, 10)
+		}
+	case releaseBody:
+		buf = appendNameHolderToken(buf, v.Name, v.Holder, v.Token)
+	default:
+		return nil, false
+	}
+	return append(buf, '}'), true
+}
+
+func appendNameHolderToken(buf []byte, name, holder string, tok uint64) []byte {
+	buf = append(buf, `{"name":`...)
+	buf = appendString(buf, name)
+	buf = append(buf, `,"holder":`...)
+	buf = appendString(buf, holder)
+	buf = append(buf, `,"token":`...)
+	return strconv.AppendUint(buf, tok, 10)
+}
+
+// decodeAnswer decodes a 200 answer from r into out as a json.Decoder
+// would: grants and releases through decodeFast when they are plain,
+// everything else (and anything unusual) through encoding/json.
+func decodeAnswer(r io.Reader, out any) error {
+	switch o := out.(type) {
+	case *grantJSON:
+		b, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes))
+		if err != nil {
+			return err
+		}
+		var name, holder, owner, expires *string
+		var tok *uint64
+		var ttl *int64
+		if decodeFast(b, []member{
+			{"name", &name, true}, {"holder", &holder, true}, {"owner", &owner, true},
+			{"token", &tok, true}, {"ttl_ms", &ttl, true}, {"expires_at", &expires, true},
+		}) {
+			*o = grantJSON{Name: *name, Holder: *holder, Owner: *owner, Token: *tok, TTLMS: *ttl, ExpiresAt: *expires}
+			return nil
+		}
+		r = bytes.NewReader(b)
+	case *releasedJSON:
+		b, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes))
+		if err != nil {
+			return err
+		}
+		if string(bytes.TrimRight(b, "\n")) == `{"released":true}` {
+			o.Released = true
+			return nil
+		}
+		r = bytes.NewReader(b)
+	}
+	return json.NewDecoder(r).Decode(out)
 }

@@ -141,3 +141,40 @@ func TestEncodeFastSameAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestClientJSONSameAsJSON: the client's request bodies are byte for byte
+// json.Marshal's, and its reading of grant and release answers is a
+// json.Decoder's, for plain answers and unusual ones (which it hands over).
+func TestClientJSONSameAsJSON(t *testing.T) {
+	for _, kind := range []string{"acquire", "renew", "release"} {
+		for _, s := range []string{"a", "", `q"<&>`, "ジョブ"} {
+			for _, n := range []int64{0, 1500} {
+				fast, slow, ok := httpapi.RequestBoth(kind, s, s+"o", s+"h", uint64(n+1), n, n, n, n != 0)
+				if !ok || string(fast) != string(slow) {
+					t.Errorf("%s %q %d: fast %s (handled %v), json %s", kind, s, n, fast, ok, slow)
+				}
+			}
+		}
+	}
+	for _, a := range []struct {
+		body     string
+		released bool
+	}{
+		{`{"name":"a","holder":"h","owner":"","token":7,"ttl_ms":1500,"expires_at":"2026-12-02T21:00:00.5Z"}` + "\n", false},
+		{`{"expires_at":"x","ttl_ms":1,"token":1,"owner":"o","holder":"h","name":"a"}`, false},
+		{`{"name":"a\u0062","holder":"h","owner":"","token":7,"ttl_ms":1500,"expires_at":"x"}`, false},
+		{`{"name":"a","holder":"h","owner":null,"token":7,"ttl_ms":1500,"expires_at":"x","extra":1}`, false},
+		{`{"Name":"a","holder":"h","owner":"","token":7,"ttl_ms":1500,"expires_at":"x"}`, false},
+		{`{"name":"a","holder":"h","owner":"","token":7,"ttl_ms":1500,"expires_at":"x"} trailing`, false},
+		{`{"name":"a","token":-1}`, false},
+		{`not json`, false},
+		{`{"released":true}` + "\n", true},
+		{`{"released":false}`, true},
+		{`{"released":true,"x":1}`, true},
+	} {
+		fast, slow := httpapi.AnswerBoth([]byte(a.body), a.released)
+		if fast != slow {
+			t.Errorf("answer %s: fast %s, json %s", a.body, fast, slow)
+		}
+	}
+}
