@@ -246,6 +246,11 @@ func writeOutputs(dir string, m machine, results []peers.Result) error {
 	}
 	fmt.Fprintf(f, "`%s` — %s, %v; %d CPUs (%s), Linux %s, %s; data on %s; load average %s at the start, %s at the end.\n\n",
 		m.Command, m.Start.Format("2006-01-02 15:04 UTC"), m.Took, m.CPUs, m.CPUModel, m.Kernel, m.GoVersion, m.DataFS, m.Load1Start, m.Load1End)
+	if err := peers.WriteSummary(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprintf(f, "\nEvery step:\n\n")
 	if err := peers.WriteMarkdown(f, results); err != nil {
 		f.Close()
 		return err
