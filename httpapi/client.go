@@ -218,9 +218,12 @@ func (c *Client) call(ctx context.Context, op string, sub subject, path string, 
 	method, ctype := http.MethodGet, ""
 	var r io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
+		b, ok := encodeRequest(body) // fastjson.go
+		if !ok {
+			var err error
+			if b, err = json.Marshal(body); err != nil {
+				return fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
+			}
 		}
 		method, ctype, r = http.MethodPost, "application/json", bytes.NewReader(b)
 	}
@@ -229,7 +232,7 @@ func (c *Client) call(ctx context.Context, op string, sub subject, path string, 
 		return err
 	}
 	defer closeBody(resp)
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := decodeAnswer(resp.Body, out); err != nil {
 		return fmt.Errorf("httpapi: %s %q: bad answer from the server: %w", op, sub.name, err)
 	}
 	return nil

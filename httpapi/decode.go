@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,6 +185,12 @@ type member struct {
 // lease.ErrInvalid. null counts as absent. A body over the reader's limit
 // returns the *http.MaxBytesError.
 func decodeObject(r io.Reader, members []member) error {
+	if b, ok := r.(body); ok {
+		if decodeFast(b.b, members) {
+			return nil
+		}
+		r = bytes.NewReader(b.b)
+	}
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
@@ -229,18 +230,37 @@ func (s *Server) authorized(r *http.Request) bool {
 
 // writeJSON writes v as the whole answer.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("httpapi: encoding answer: %w", err)
+	bp := answerBufs.Get().(*[]byte)
+	defer answerBufs.Put(bp)
+	b, ok := encodeFast((*bp)[:0], v) // fastjson.go
+	if !ok {
+		m, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("httpapi: encoding answer: %w", err)
+		}
+		b = append(m, '\n')
+	} else {
+		*bp = b
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = contentJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 	return nil
 }
+
+// The headers of every JSON answer, in canonical form, shared: net/http
+// only reads them.
+var (
+	contentJSON = []string{"application/json"}
+	noStore     = []string{"no-store"}
+	noSniff     = []string{"nosniff"}
+)
+
+// answerBufs holds the buffers answers are encoded in; w.Write copies.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // writeError answers err with its row of the error table and returns the
 // code. Held and stale_token answers carry their details; internal ones hide

@@ -272,3 +272,45 @@ func checkSemantics(ctx context.Context, s lease.Store) error {
 	}
 	return s.Release(ctx, base+"x", a, r.g.Token)
 }
+
+// TestSummary: the side-by-side table has one line per system at the
+// largest client count, and the ratios come from the rows they name; a
+// ratio whose rows are missing is left out rather than made up.
+func TestSummary(t *testing.T) {
+	row := func(names string, clients int, rate float64) benchmarks.Row {
+		r := benchmarks.Row{Names: names, Clients: clients, Elapsed: time.Second, P50: 250 * time.Microsecond}
+		switch names {
+		case benchmarks.Distinct:
+			r.Cycles, r.Grants, r.CyclesPerSec = int64(rate), int64(rate), rate
+		default:
+			r.Grants, r.GrantsPerSec = int64(rate), rate
+		}
+		return r
+	}
+	results := []peers.Result{
+		{Target: "picket-http", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 1, 500)},
+		{Target: "picket-http", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 64, 6000), ServerCPU: 80 * time.Microsecond},
+		{Target: "trivial-http", Baseline: true, Short: "baseline", Row: row(benchmarks.Distinct, 64, 10000)},
+		{Target: "picket-embedded", Durable: true, Short: "durable", Row: row(benchmarks.Fresh, 64, 30000)},
+		{Target: "redis-always", Durable: true, Short: "durable", Row: row(benchmarks.Fresh, 64, 20000)},
+	}
+	var md bytes.Buffer
+	if err := peers.WriteSummary(&md, results); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	for _, want := range []string{
+		"| 64 clients |",
+		"| picket-http | durable | 6,000 | — | — | 80.0 | 0.250 |",
+		"| redis-always | durable | — | 20,000 | — |  | — |",
+		"picket over HTTP / the trivial handler, requests/s at 64 clients (distinct): 12,000 / 20,000 = **0.60×**",
+		"picket embedded / Redis appendfsync always, fresh grants/s at 64 clients: 30,000 / 20,000 = **1.50×**",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "etcd") {
+		t.Errorf("summary has an etcd ratio without etcd rows:\n%s", out)
+	}
+}

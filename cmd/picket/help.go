@@ -12,7 +12,7 @@ Usage:
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
-                 [-log-level info] [-log-format logfmt|json]
+                 [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
                  -- CMD [ARGS...]
   picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-db F | -server URL]

@@ -54,11 +54,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	maxKVBytes := fs.Int64("max-kv-bytes", 0, "refuse (507) a fenced write that takes keys and values beyond this many `bytes` (0: no bound)")
 	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
 	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
+	debugAddr := fs.String("debug-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback `address` (off by default)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	if *maxLists < 0 || *maxLeases < 0 || *maxKVKeys < 0 || *maxKVBytes < 0 || *bodyBudget < 0 {
 		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes and -body-budget must not be negative")
+	}
+	if *debugAddr != "" {
+		if err := checkDebugAddr(*debugAddr); err != nil {
+			return err
+		}
 	}
 	if *bodyTimeout <= 0 {
 		return usagef("serve: -body-timeout must be positive")
@@ -101,6 +107,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var debugLn net.Listener
+	if *debugAddr != "" {
+		if debugLn, err = listenDebug(*debugAddr); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
 		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
@@ -136,6 +149,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			srv.Close()
 		}
 	})
+	if debugLn != nil {
+		level.Info(logger).Log("msg", "serving profiles", "addr", "http://"+debugLn.Addr().String()+"/debug/pprof/")
+		dsrv := debugServer()
+		g.Add(func() error { return serveDebug(dsrv, debugLn) }, func(error) { dsrv.Close() })
+	}
 	// The signal handler: SIGINT or SIGTERM end the group.
 	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	// Housekeeping: delete expired lease rows now and then (SQLite; etcd

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,8 +75,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	etcd1Pid := fs.Int("etcd1-pid", 0, "`pid` of the one-member etcd (server CPU per request)")
 	command := fs.String("command", "", "the command line to print above the table (run.sh passes its own)")
 	noEmbedded := fs.Bool("no-embedded", false, "leave out picket embedded and the fsync floor")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the load generator, and picket embedded) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	clients, err := parseInts(*clientsFlag)
 	if err != nil {
@@ -233,6 +246,11 @@ func writeOutputs(dir string, m machine, results []peers.Result) error {
 	}
 	fmt.Fprintf(f, "`%s` — %s, %v; %d CPUs (%s), Linux %s, %s; data on %s; load average %s at the start, %s at the end.\n\n",
 		m.Command, m.Start.Format("2006-01-02 15:04 UTC"), m.Took, m.CPUs, m.CPUModel, m.Kernel, m.GoVersion, m.DataFS, m.Load1Start, m.Load1End)
+	if err := peers.WriteSummary(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprintf(f, "\nEvery step:\n\n")
 	if err := peers.WriteMarkdown(f, results); err != nil {
 		f.Close()
 		return err
