@@ -16,7 +16,8 @@
 //
 // A grant is an etcd lease of the TTL, rounded up to whole seconds (etcd
 // counts seconds and has a minimum TTL, 1.5 heartbeats of an election
-// timeout, 2 s by default; Grant.TTL says what etcd granted), and one
+// timeout, 2 s by default; Grant.TTL says what etcd granted; from 16 s the
+// etcd lease is a second longer than Grant.TTL, see "The lease pool"), and one
 // transaction that creates the lease key on it only if the name is free: no
 // lease key, no lock-delay key, nobody queued. The token is the key's create
 // revision, the revision of that transaction: greater than every revision
@@ -36,6 +37,22 @@
 // never shorter. The lease handle's local deadline counts the TTL the caller
 // asked for from before its request was sent, and etcd's expiry is never
 // earlier than that.
+//
+// # The lease pool
+//
+// A clean release keeps its etcd lease (no key left on it) in a pool for the
+// next grant of the same TTL, instead of a revoke now and a grant then (each
+// a write through consensus). The store remembers, on the monotonic clock,
+// the earliest instant etcd can expire each etcd lease it granted or kept
+// alive: the send time of that request plus the etcd TTL. A pooled etcd
+// lease serves a grant as it is while that instant is at least the grant's
+// TTL after the grant's send time, and is kept alive first otherwise, so a
+// grant's deadline is never later than etcd's end of its etcd lease. From
+// 16 s on, etcd leases are asked one second longer than the TTL reported,
+// so a pooled one serves the grants of the next second without a keep-alive:
+// an acquire+release cycle is then two transactions. The price: a lease
+// whose holder stops renewing may stay held up to a second past its TTL
+// (plus etcd's revoke lag), at most 1/16 of the TTL.
 //
 // # Lock-delay
 //

@@ -13,10 +13,11 @@ import (
 )
 
 // Acquire grants the lease on req.Name (see lease.Store). The grant is one
-// transaction: the lease key is created, attached to a new etcd lease of
-// req.TTL rounded up to whole seconds (Grant.TTL says what etcd granted),
-// only if the name is free: no lease key, no lock-delay key, and nobody
-// waiting in the queue. The token is the revision of that transaction.
+// transaction: the lease key is created, attached to an etcd lease of
+// req.TTL rounded up to whole seconds (Grant.TTL says what etcd granted;
+// from 16 s etcd's is a second longer, and a pooled one may be reused: see
+// pool.go), only if the name is free: no lease key, no lock-delay key, and
+// nobody waiting in the queue. The token is the revision of that transaction.
 //
 // Errors: lease.ErrInvalid, lease.ErrHeld (a *lease.HeldError), an
 // *UnavailableError (lease.ErrUnavailable; Unknown when the grant may have

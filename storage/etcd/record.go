@@ -18,7 +18,7 @@ import (
 type record struct {
 	Owner      string `json:"o,omitempty"`
 	Asked      int64  `json:"a"`            // the TTL asked for, in whole seconds (rounded up)
-	TTL        int64  `json:"t"`            // the TTL granted, in milliseconds (etcd's, whole seconds)
+	TTL        int64  `json:"t"`            // the TTL granted, in milliseconds (whole seconds: etcd's less the slack, see pool.go)
 	LockDelay  int64  `json:"d,omitempty"`  // milliseconds
 	Expires    int64  `json:"x"`            // wall-clock rendering, Unix nanoseconds
 	DelayLease int64  `json:"dl,omitempty"` // the etcd lease of the lock-delay key, if any
