@@ -52,8 +52,9 @@ func picketOnEtcd(label string, endpoints []string) Target {
 // its largest batch for as long as every committed batch writes keys again:
 // forever under load. Only a batch that writes something else (an etcd
 // lease grant, say) and no key lets it go. Started at once, the picket row
-// paid for that cleanup, by chance: 3 of 7 runs at 64 clients paid two to
-// three times the etcd CPU per cycle of the others (924 against 352 us).
+// paid for that cleanup: 924 against 352 us of etcd CPU per cycle at 64
+// clients (etcd 3.4.23); after a bare pause of a second, 2 of 7 runs still
+// did.
 // So: a pause for the last batch to commit, one etcd lease granted alone in
 // a batch of its own, another pause, and the lease revoked.
 func settle(ctx context.Context, c *clientv3.Client) error {
