@@ -8,3 +8,9 @@ func KeepAliveAlways(st *Store) { st.test.keepAliveAlways = true }
 // alive whatever their age: broken on purpose, for the controls of the
 // deadline tests.
 func BreakReuseAnyAge(st *Store) { st.test.reuseAny = true }
+
+// BreakHeldWhileReserved makes st answer a wait that ran out while the
+// name was free but reserved for an earlier waiter with "held" by that
+// waiter, as it once did: broken on purpose, for the control of
+// TestWaitOverReserved.
+func BreakHeldWhileReserved(st *Store) { st.test.heldWhileReserved = true }

@@ -157,6 +157,10 @@ type testKnobs struct {
 	// reuseAny reuses a pooled etcd lease without keeping it alive
 	// whatever its age: the broken store of the tests' controls.
 	reuseAny bool
+	// heldWhileReserved answers a wait that ran out with the last ErrHeld
+	// seen, as the store once did, even when the name was free but
+	// reserved for an earlier waiter: the control of TestWaitOverReserved.
+	heldWhileReserved bool
 }
 
 // keys names the keys of one prefix. Names cannot contain NUL (they refuse
