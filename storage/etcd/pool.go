@@ -117,8 +117,10 @@ func (p *leasePool) drain() []clientv3.LeaseID {
 
 // lifetimes remembers the earliest expiry of the etcd leases this store
 // granted or kept alive, so that a release here can pool its etcd lease
-// with it. Entries are dropped when used and, in a sweep every sweepEvery
-// additions, once past.
+// with it. An entry serves only while a grant starting now would still be
+// covered, a second (the slack) after the request that set it: entries are
+// dropped when used and, in a sweep every sweepEvery additions, once past
+// that, so the map holds about a second's worth of grants.
 type lifetimes struct {
 	mu    sync.Mutex
 	alive map[clientv3.LeaseID]etcdLease
@@ -127,8 +129,16 @@ type lifetimes struct {
 
 const sweepEvery = 1024
 
+// useful reports whether l may still cover a grant starting at now: its
+// earliest expiry at least its TTL less a second (the most slack there is)
+// away.
+func (l etcdLease) useful(now time.Time) bool {
+	return !l.alive.IsZero() && !l.alive.Before(now.Add(time.Duration(l.TTL-1)*time.Second))
+}
+
 func (lt *lifetimes) set(l etcdLease) {
-	if l.alive.IsZero() {
+	now := time.Now()
+	if !l.useful(now) {
 		return
 	}
 	lt.mu.Lock()
@@ -141,9 +151,8 @@ func (lt *lifetimes) set(l etcdLease) {
 	}
 	lt.alive[l.ID] = l
 	if lt.added++; lt.added%sweepEvery == 0 {
-		now := time.Now()
 		for id, e := range lt.alive {
-			if e.alive.Before(now) {
+			if !e.useful(now) {
 				delete(lt.alive, id)
 			}
 		}
