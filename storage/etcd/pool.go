@@ -15,7 +15,9 @@ import (
 // (the release deleted its key in the same transaction that read it).
 //
 // An etcd lease is granted a little longer than the TTL reported (see
-// slack), and the store remembers, on the monotonic clock, the earliest
+// slack), and the store remembers, on the suspend-aware clock (bootNow:
+// CLOCK_BOOTTIME on Linux, which keeps counting while the machine is
+// suspended, as etcd's own clock does), the earliest
 // instant etcd can expire it: the send time of the grant or keep-alive that
 // last set it, plus its etcd TTL (etcd starts counting when it receives the
 // request, after that). A pooled etcd lease whose earliest expiry is at
@@ -58,19 +60,35 @@ func reported(etcdTTL, asked int64) int64 {
 }
 
 // etcdLease is an etcd lease the store may attach a key to: its ID, its
-// TTL in etcd, and the earliest instant etcd can expire it (monotonic
-// clock; zero when unknown).
+// TTL in etcd, and the earliest instant etcd can expire it (a reading of
+// bootNow; zero when unknown).
 type etcdLease struct {
 	ID    clientv3.LeaseID
 	TTL   int64
-	alive time.Time
+	alive time.Duration
 }
 
 // covers reports whether l lives, whatever etcd does, at least ttl seconds
-// from sent.
-func (l etcdLease) covers(sent time.Time, ttl int64) bool {
-	return !l.alive.IsZero() && !l.alive.Before(sent.Add(time.Duration(ttl)*time.Second))
+// from sent (a reading of bootNow).
+func (l etcdLease) covers(sent time.Duration, ttl int64) bool {
+	return l.alive != 0 && l.alive >= sent+time.Duration(ttl)*time.Second
 }
+
+// bootNow reads the clock the pool measures etcd leases' lifetimes on:
+// lease.SuspendClock, which counts time the machine spends suspended (Go's
+// monotonic clock stops then, while etcd's leases run on; a pooled etcd
+// lease measured on it would look young after a suspend longer than its
+// TTL). Tests move it forward (SimulateSuspend).
+func (s *Store) bootNow() time.Duration {
+	if s.test.goMonotonic { // the old clock, for the control of the suspend test
+		return time.Since(monotonicStart)
+	}
+	return s.boot.Now() + time.Duration(s.test.suspended.Load())
+}
+
+// monotonicStart anchors the readings of Go's monotonic clock that the
+// suspend test's control uses.
+var monotonicStart = time.Now()
 
 type leasePool struct {
 	mu   sync.Mutex
@@ -127,8 +145,8 @@ type lifetimes struct {
 
 const sweepEvery = 1024
 
-func (lt *lifetimes) set(l etcdLease) {
-	if l.alive.IsZero() {
+func (lt *lifetimes) set(l etcdLease, now time.Duration) {
+	if l.alive == 0 {
 		return
 	}
 	lt.mu.Lock()
@@ -136,14 +154,13 @@ func (lt *lifetimes) set(l etcdLease) {
 	if lt.alive == nil {
 		lt.alive = map[clientv3.LeaseID]etcdLease{}
 	}
-	if old, ok := lt.alive[l.ID]; ok && old.alive.After(l.alive) {
+	if old, ok := lt.alive[l.ID]; ok && old.alive > l.alive {
 		l.alive = old.alive // a later keep-alive already moved it
 	}
 	lt.alive[l.ID] = l
 	if lt.added++; lt.added%sweepEvery == 0 {
-		now := time.Now()
 		for id, e := range lt.alive {
-			if e.alive.Before(now) {
+			if e.alive < now {
 				delete(lt.alive, id)
 			}
 		}
@@ -165,7 +182,7 @@ func (lt *lifetimes) take(id clientv3.LeaseID) etcdLease {
 // takeLease returns an etcd lease for a grant of ttl seconds sent at sent,
 // alive at least its reported TTL from sent: a pooled one that is (kept
 // alive first if need be), or a new one.
-func (s *Store) takeLease(ctx context.Context, op, name string, ttl int64, sent time.Time) (etcdLease, error) {
+func (s *Store) takeLease(ctx context.Context, op, name string, ttl int64, sent time.Duration) (etcdLease, error) {
 	for {
 		l, ok := s.pool.pop(ttl)
 		if !ok {
@@ -191,13 +208,14 @@ func (s *Store) takeLease(ctx context.Context, op, name string, ttl int64, sent 
 func (s *Store) keepAlive(ctx context.Context, id clientv3.LeaseID) (etcdLease, error) {
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
-	sent := time.Now()
+	sent := s.bootNow()
+	s.test.keepAlives.Add(1)
 	ka, err := s.client.KeepAliveOnce(rctx, id)
 	if err != nil {
 		return etcdLease{ID: id}, err
 	}
-	l := etcdLease{ID: id, TTL: ka.TTL, alive: sent.Add(time.Duration(ka.TTL) * time.Second)}
-	s.lives.set(l)
+	l := etcdLease{ID: id, TTL: ka.TTL, alive: sent + time.Duration(ka.TTL)*time.Second}
+	s.lives.set(l, s.bootNow())
 	return l, nil
 }
 
