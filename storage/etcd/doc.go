@@ -42,7 +42,7 @@
 //
 // A clean release keeps its etcd lease (no key left on it) in a pool for the
 // next grant of the same TTL, instead of a revoke now and a grant then (each
-// a write through consensus). The store remembers, on the monotonic clock,
+// a write through consensus). The store remembers, on a clock that counts suspend (CLOCK_BOOTTIME),
 // the earliest instant etcd can expire each etcd lease it granted or kept
 // alive: the send time of that request plus the etcd TTL. A pooled etcd
 // lease serves a grant as it is while that instant is at least the grant's

@@ -113,11 +113,12 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *place, pooled bool) (lease.Grant, *blocker, error) {
 	name := req.Name
 	sent := time.Now()
+	bootSent := s.bootNow() // pool.go: the etcd lease must outlive it by the TTL reported
 	ttl := seconds(req.TTL)
 	var l etcdLease
 	var err error
 	if pooled {
-		l, err = s.takeLease(ctx, "acquire", name, ttl, sent)
+		l, err = s.takeLease(ctx, "acquire", name, ttl, bootSent)
 	} else {
 		l, err = s.grant(ctx, "acquire", name, ttl+slack(ttl))
 	}
@@ -190,7 +191,7 @@ func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *plac
 			return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
 				name, tok, token.Max, lease.ErrUnavailable)
 		}
-		s.lives.set(l)
+		s.lives.set(l, s.bootNow())
 		return lease.Grant{
 			Name: name, Holder: req.Holder, Owner: req.Owner, Token: tok,
 			TTL:     time.Duration(granted) * time.Second,
@@ -250,12 +251,12 @@ func held(name, owner string, expires time.Time) *lease.HeldError {
 func (s *Store) grant(ctx context.Context, op, name string, ttl int64) (etcdLease, error) {
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
-	sent := time.Now()
+	sent := s.bootNow()
 	r, err := s.client.Grant(rctx, ttl)
 	if err != nil {
 		return etcdLease{}, failed(ctx, op, name, false, err)
 	}
-	return etcdLease{ID: r.ID, TTL: r.TTL, alive: sent.Add(time.Duration(r.TTL) * time.Second)}, nil
+	return etcdLease{ID: r.ID, TTL: r.TTL, alive: sent + time.Duration(r.TTL)*time.Second}, nil
 }
 
 // Renew extends the lease (see lease.Store). The etcd lease is kept alive
@@ -378,7 +379,7 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 		s.revokeLater(made...)
 		return lease.Grant{}, lost(op, name)
 	}
-	s.lives.set(l)
+	s.lives.set(l, s.bootNow())
 	if l.ID != old {
 		s.revokeLater(old)
 	}

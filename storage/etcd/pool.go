@@ -15,7 +15,9 @@ import (
 // (the release deleted its key in the same transaction that read it).
 //
 // An etcd lease is granted a little longer than the TTL reported (see
-// slack), and the store remembers, on the monotonic clock, the earliest
+// slack), and the store remembers, on the suspend-aware clock (bootNow:
+// CLOCK_BOOTTIME on Linux, which keeps counting while the machine is
+// suspended, as etcd's own clock does), the earliest
 // instant etcd can expire it: the send time of the grant or keep-alive that
 // last set it, plus its etcd TTL (etcd starts counting when it receives the
 // request, after that). A pooled etcd lease whose earliest expiry is at
@@ -58,19 +60,35 @@ func reported(etcdTTL, asked int64) int64 {
 }
 
 // etcdLease is an etcd lease the store may attach a key to: its ID, its
-// TTL in etcd, and the earliest instant etcd can expire it (monotonic
-// clock; zero when unknown).
+// TTL in etcd, and the earliest instant etcd can expire it (a reading of
+// bootNow; zero when unknown).
 type etcdLease struct {
 	ID    clientv3.LeaseID
 	TTL   int64
-	alive time.Time
+	alive time.Duration
 }
 
 // covers reports whether l lives, whatever etcd does, at least ttl seconds
-// from sent.
-func (l etcdLease) covers(sent time.Time, ttl int64) bool {
-	return !l.alive.IsZero() && !l.alive.Before(sent.Add(time.Duration(ttl)*time.Second))
+// from sent (a reading of bootNow).
+func (l etcdLease) covers(sent time.Duration, ttl int64) bool {
+	return l.alive != 0 && l.alive >= sent+time.Duration(ttl)*time.Second
 }
+
+// bootNow reads the clock the pool measures etcd leases' lifetimes on:
+// lease.SuspendClock, which counts time the machine spends suspended (Go's
+// monotonic clock stops then, while etcd's leases run on; a pooled etcd
+// lease measured on it would look young after a suspend longer than its
+// TTL). Tests move it forward (SimulateSuspend).
+func (s *Store) bootNow() time.Duration {
+	if s.test.goMonotonic { // the old clock, for the control of the suspend test
+		return time.Since(monotonicStart)
+	}
+	return s.boot.Now() + time.Duration(s.test.suspended.Load())
+}
+
+// monotonicStart anchors the readings of Go's monotonic clock that the
+// suspend test's control uses.
+var monotonicStart = time.Now()
 
 type leasePool struct {
 	mu   sync.Mutex
@@ -120,7 +138,8 @@ func (p *leasePool) drain() []clientv3.LeaseID {
 // with it. An entry serves only while a grant starting now would still be
 // covered, a second (the slack) after the request that set it: entries are
 // dropped when used and, in a sweep every sweepEvery additions, once past
-// that, so the map holds about a second's worth of grants.
+// that, so the map holds about a second's worth of grants (an hour-long
+// TTL at 3,000 fresh grants/s would otherwise keep ten million entries).
 type lifetimes struct {
 	mu    sync.Mutex
 	alive map[clientv3.LeaseID]etcdLease
@@ -129,15 +148,14 @@ type lifetimes struct {
 
 const sweepEvery = 1024
 
-// useful reports whether l may still cover a grant starting at now: its
-// earliest expiry at least its TTL less a second (the most slack there is)
-// away.
-func (l etcdLease) useful(now time.Time) bool {
-	return !l.alive.IsZero() && !l.alive.Before(now.Add(time.Duration(l.TTL-1)*time.Second))
+// useful reports whether l may still cover a grant starting at now (a
+// reading of bootNow): its earliest expiry at least its TTL less a second
+// (the most slack there is) away.
+func (l etcdLease) useful(now time.Duration) bool {
+	return l.alive != 0 && l.alive >= now+time.Duration(l.TTL-1)*time.Second
 }
 
-func (lt *lifetimes) set(l etcdLease) {
-	now := time.Now()
+func (lt *lifetimes) set(l etcdLease, now time.Duration) {
 	if !l.useful(now) {
 		return
 	}
@@ -146,7 +164,7 @@ func (lt *lifetimes) set(l etcdLease) {
 	if lt.alive == nil {
 		lt.alive = map[clientv3.LeaseID]etcdLease{}
 	}
-	if old, ok := lt.alive[l.ID]; ok && old.alive.After(l.alive) {
+	if old, ok := lt.alive[l.ID]; ok && old.alive > l.alive {
 		l.alive = old.alive // a later keep-alive already moved it
 	}
 	lt.alive[l.ID] = l
@@ -174,7 +192,7 @@ func (lt *lifetimes) take(id clientv3.LeaseID) etcdLease {
 // takeLease returns an etcd lease for a grant of ttl seconds sent at sent,
 // alive at least its reported TTL from sent: a pooled one that is (kept
 // alive first if need be), or a new one.
-func (s *Store) takeLease(ctx context.Context, op, name string, ttl int64, sent time.Time) (etcdLease, error) {
+func (s *Store) takeLease(ctx context.Context, op, name string, ttl int64, sent time.Duration) (etcdLease, error) {
 	for {
 		l, ok := s.pool.pop(ttl)
 		if !ok {
@@ -200,13 +218,14 @@ func (s *Store) takeLease(ctx context.Context, op, name string, ttl int64, sent 
 func (s *Store) keepAlive(ctx context.Context, id clientv3.LeaseID) (etcdLease, error) {
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
-	sent := time.Now()
+	sent := s.bootNow()
+	s.test.keepAlives.Add(1)
 	ka, err := s.client.KeepAliveOnce(rctx, id)
 	if err != nil {
 		return etcdLease{ID: id}, err
 	}
-	l := etcdLease{ID: id, TTL: ka.TTL, alive: sent.Add(time.Duration(ka.TTL) * time.Second)}
-	s.lives.set(l)
+	l := etcdLease{ID: id, TTL: ka.TTL, alive: sent + time.Duration(ka.TTL)*time.Second}
+	s.lives.set(l, s.bootNow())
 	return l, nil
 }
 

@@ -193,3 +193,48 @@ func TestCycleRPCs(t *testing.T) {
 		t.Logf("caught, as it should be: %v", errs)
 	})
 }
+
+// TestPooledLeaseAfterSuspend: a pooled etcd lease is judged on a clock that
+// counts suspend. A machine suspended longer than the slack between a
+// release and the next grant comes back with Go's monotonic clock where it
+// was, while etcd's leases ran on: the pooled etcd lease may have days or
+// milliseconds left, so it must be kept alive before it serves a grant.
+// The suspend is simulated (etcd.SimulateSuspend moves the store's
+// suspend-aware clock as a real one would move); what is checked is that
+// the grant after it sent a keep-alive first, and that one right after a
+// grant with no suspend did not (so the check is not vacuous).
+//
+// The control measures on Go's monotonic clock (etcd.BreakGoMonotonic), as
+// the pool did at first: it reuses the etcd lease without a keep-alive, and
+// the check catches it.
+func TestPooledLeaseAfterSuspend(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cycle := func(t *testing.T, st *etcd.Store, name string, suspend time.Duration) (keepAlives int64) {
+		req := lease.AcquireRequest{Name: name, Holder: lease.NewHolder(), TTL: 20 * time.Second}
+		g := mustGrant(t, st, req)
+		if err := st.Release(t.Context(), name, req.Holder, g.Token); err != nil {
+			t.Fatal(err)
+		}
+		etcd.SimulateSuspend(st, suspend)
+		before := etcd.KeepAlives(st)
+		mustGrant(t, st, req)
+		return etcd.KeepAlives(st) - before
+	}
+	t.Run("Store", func(t *testing.T) {
+		st := mustOpen(t, c)
+		if n := cycle(t, st, "suspend/none", 0); n != 0 {
+			t.Errorf("a young pooled etcd lease was kept alive %d times before reuse; want none (the pool's point)", n)
+		}
+		if n := cycle(t, st, "suspend/long", time.Hour); n != 1 {
+			t.Errorf("after an hour's suspend the pooled etcd lease was kept alive %d times before reuse, want 1", n)
+		}
+	})
+	t.Run("Control", func(t *testing.T) {
+		st := mustOpen(t, c)
+		etcd.BreakGoMonotonic(st)
+		if n := cycle(t, st, "suspend/control", time.Hour); n != 0 {
+			t.Fatalf("the control store kept the etcd lease alive (%d); the check would not catch a store blind to suspend", n)
+		}
+		t.Log("caught, as it should be: a store measuring on Go's monotonic clock reuses the etcd lease after a suspend")
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -23,7 +24,8 @@ type Store struct {
 	pool  leasePool
 	lives lifetimes
 
-	test testKnobs // zero outside tests
+	boot lease.Clock // bootNow's clock (pool.go)
+	test testKnobs   // zero outside tests
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -71,6 +73,7 @@ func Open(endpoints []string, opts ...Option) (*Store, error) {
 		cfg:     cfg,
 		client:  client,
 		keys:    keys{prefix: cfg.prefix + "/"},
+		boot:    lease.SuspendClock(),
 		closing: make(chan struct{}),
 	}, nil
 }
@@ -161,6 +164,14 @@ type testKnobs struct {
 	// seen, as the store once did, even when the name was free but
 	// reserved for an earlier waiter: the control of TestWaitOverReserved.
 	heldWhileReserved bool
+	// suspended moves bootNow forward (nanoseconds), as a suspend of the
+	// machine moves CLOCK_BOOTTIME and not Go's monotonic clock;
+	// goMonotonic measures on Go's monotonic clock instead, as the store
+	// did before: the control of the suspend test.
+	suspended   atomic.Int64
+	goMonotonic bool
+	// keepAlives counts the keep-alives sent.
+	keepAlives atomic.Int64
 }
 
 // keys names the keys of one prefix. Names cannot contain NUL (they refuse
