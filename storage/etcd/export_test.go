@@ -29,3 +29,10 @@ func BreakGoMonotonic(st *Store) { st.test.goMonotonic = true }
 
 // KeepAlives returns how many keep-alives st has sent.
 func KeepAlives(st *Store) int64 { return st.test.keepAlives.Load() }
+
+// Lifetimes returns how many etcd lease lifetimes st remembers.
+func Lifetimes(st *Store) int {
+	st.lives.mu.Lock()
+	defer st.lives.mu.Unlock()
+	return len(st.lives.alive)
+}

@@ -238,3 +238,31 @@ func TestPooledLeaseAfterSuspend(t *testing.T) {
 		t.Log("caught, as it should be: a store measuring on Go's monotonic clock reuses the etcd lease after a suspend")
 	})
 }
+
+// TestLifetimesSwept: the store forgets an etcd lease's lifetime once it
+// can no longer cover a grant (a second after the request that set it),
+// not when the etcd lease expires: after 1,023 fresh grants of 20 s and two
+// seconds (of simulated suspend, which the pool's clock counts), the sweep
+// at the 1,024th leaves only the newest. Kept until expiry, a long TTL at a
+// high rate of fresh grants would hold a TTL's worth of entries.
+func TestLifetimesSwept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,024 grants")
+	}
+	c := etcdtest.Start(t, 1)
+	st := mustOpen(t, c)
+	grant := func(i int) {
+		mustGrant(t, st, lease.AcquireRequest{Name: fmt.Sprintf("swept/%d", i), Holder: "h", TTL: 20 * time.Second})
+	}
+	for i := range 1023 {
+		grant(i)
+	}
+	if n := etcd.Lifetimes(st); n != 1023 {
+		t.Fatalf("%d lifetimes after 1,023 grants, want 1,023", n)
+	}
+	etcd.SimulateSuspend(st, 2*time.Second)
+	grant(1023)
+	if n := etcd.Lifetimes(st); n != 1 {
+		t.Errorf("%d lifetimes after the sweep, want 1 (the newest)", n)
+	}
+}
