@@ -11,6 +11,12 @@ func KeepAliveAlways(st *Store) { st.test.keepAliveAlways = true }
 // deadline tests.
 func BreakReuseAnyAge(st *Store) { st.test.reuseAny = true }
 
+// BreakHeldWhileReserved makes st answer a wait that ran out while the
+// name was free but reserved for an earlier waiter with "held" by that
+// waiter, as it once did: broken on purpose, for the control of
+// TestWaitOverReserved.
+func BreakHeldWhileReserved(st *Store) { st.test.heldWhileReserved = true }
+
 // SimulateSuspend moves st's suspend-aware clock forward by d, as a suspend
 // of the machine for d moves CLOCK_BOOTTIME while Go's monotonic clock and
 // every timer stand still.

@@ -135,8 +135,11 @@ func (p *leasePool) drain() []clientv3.LeaseID {
 
 // lifetimes remembers the earliest expiry of the etcd leases this store
 // granted or kept alive, so that a release here can pool its etcd lease
-// with it. Entries are dropped when used and, in a sweep every sweepEvery
-// additions, once past.
+// with it. An entry serves only while a grant starting now would still be
+// covered, a second (the slack) after the request that set it: entries are
+// dropped when used and, in a sweep every sweepEvery additions, once past
+// that, so the map holds about a second's worth of grants (an hour-long
+// TTL at 3,000 fresh grants/s would otherwise keep ten million entries).
 type lifetimes struct {
 	mu    sync.Mutex
 	alive map[clientv3.LeaseID]etcdLease
@@ -145,8 +148,15 @@ type lifetimes struct {
 
 const sweepEvery = 1024
 
+// useful reports whether l may still cover a grant starting at now (a
+// reading of bootNow): its earliest expiry at least its TTL less a second
+// (the most slack there is) away.
+func (l etcdLease) useful(now time.Duration) bool {
+	return l.alive != 0 && l.alive >= now+time.Duration(l.TTL-1)*time.Second
+}
+
 func (lt *lifetimes) set(l etcdLease, now time.Duration) {
-	if l.alive == 0 {
+	if !l.useful(now) {
 		return
 	}
 	lt.mu.Lock()
@@ -160,7 +170,7 @@ func (lt *lifetimes) set(l etcdLease, now time.Duration) {
 	lt.alive[l.ID] = l
 	if lt.added++; lt.added%sweepEvery == 0 {
 		for id, e := range lt.alive {
-			if e.alive < now {
+			if !e.useful(now) {
 				delete(lt.alive, id)
 			}
 		}

@@ -160,6 +160,10 @@ type testKnobs struct {
 	// reuseAny reuses a pooled etcd lease without keeping it alive
 	// whatever its age: the broken store of the tests' controls.
 	reuseAny bool
+	// heldWhileReserved answers a wait that ran out with the last ErrHeld
+	// seen, as the store once did, even when the name was free but
+	// reserved for an earlier waiter: the control of TestWaitOverReserved.
+	heldWhileReserved bool
 	// suspended moves bootNow forward (nanoseconds), as a suspend of the
 	// machine moves CLOCK_BOOTTIME and not Go's monotonic clock;
 	// goMonotonic measures on Go's monotonic clock instead, as the store

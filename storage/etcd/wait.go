@@ -25,6 +25,7 @@ type place struct {
 	id   clientv3.LeaseID
 	stop context.CancelFunc // stops keeping id alive
 	done chan struct{}
+	left bool // its etcd lease is revoked already
 }
 
 // errWaitOver is the cause of the wait's context when req.Wait runs out.
@@ -39,16 +40,16 @@ func (s *Store) wait(ctx context.Context, req lease.AcquireRequest, b *blocker) 
 	defer cancel()
 	q, err := s.enqueue(wctx, req)
 	if err != nil {
-		return lease.Grant{}, s.waitErr(ctx, wctx, b, err)
+		return s.waitOver(ctx, wctx, req, b, nil, err)
 	}
 	defer s.leave(q)
 	for {
 		if err := s.await(wctx, b); err != nil {
-			return lease.Grant{}, s.waitErr(ctx, wctx, b, err)
+			return s.waitOver(ctx, wctx, req, b, q, err)
 		}
 		g, nb, err := s.tryAcquire(wctx, req, q)
 		if err != nil {
-			return lease.Grant{}, s.waitErr(ctx, wctx, b, err)
+			return s.waitOver(ctx, wctx, req, b, q, err)
 		}
 		if nb == nil {
 			return g, nil
@@ -57,13 +58,29 @@ func (s *Store) wait(ctx context.Context, req lease.AcquireRequest, b *blocker) 
 	}
 }
 
-// waitErr is the answer of a wait that ended with err: the last ErrHeld if
-// it was the wait that ran out, the caller's error otherwise.
-func (s *Store) waitErr(ctx, wctx context.Context, b *blocker, err error) error {
-	if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWaitOver) {
-		return b.held
+// waitOver answers a wait that ended with err (q is the caller's place in
+// the queue, nil if it had none): the caller's error, unless it was the
+// wait that ran out. Then the caller leaves the queue and tries once more
+// as an acquire that does not wait (see handover), rather than answer the
+// last ErrHeld it saw: that one may say "held" by a waiter that had not
+// taken the name yet (it was free, reserved for that waiter: no state a
+// name is ever in), and the attempt the wait cut short may have granted the
+// name to the caller after all (the same holder's attempt gets it back).
+func (s *Store) waitOver(ctx, wctx context.Context, req lease.AcquireRequest, b *blocker, q *place, err error) (lease.Grant, error) {
+	if ctx.Err() != nil || !errors.Is(context.Cause(wctx), errWaitOver) {
+		return lease.Grant{}, err
 	}
-	return err
+	if s.test.heldWhileReserved {
+		return lease.Grant{}, b.held
+	}
+	if q != nil {
+		s.leaveNow(ctx, q)
+	}
+	g, nb, err := s.tryAcquire(ctx, req, nil)
+	if err != nil || nb == nil {
+		return g, err
+	}
+	return s.handover(ctx, req, nb)
 }
 
 // enqueue takes a place in the queue of req.Name.
@@ -112,7 +129,21 @@ func (s *Store) keepQueued(ctx context.Context, q *place, ttl int64) {
 func (s *Store) leave(q *place) {
 	q.stop()
 	<-q.done
-	s.revokeLater(q.id)
+	if !q.left {
+		s.revokeLater(q.id)
+	}
+}
+
+// leaveNow gives the place up before returning, so that the caller's next
+// attempt does not find its own key in the queue.
+func (s *Store) leaveNow(ctx context.Context, q *place) {
+	q.stop()
+	<-q.done
+	rctx, cancel := s.rpc(ctx)
+	defer cancel()
+	if _, err := s.client.Revoke(rctx, q.id); err == nil || isLeaseNotFound(err) {
+		q.left = true
+	}
 }
 
 // await returns when b's key has been deleted after b.rev, or after
