@@ -100,14 +100,13 @@ func decodeFast(b []byte, members []member) bool {
 	if skipSpace(b, i) != len(b) {
 		return false
 	}
-	for _, m := range members {
-		if m.required && !set[indexOf(members, m.name)] {
+	for j, m := range members {
+		if m.required && !set[j] {
 			return false
 		}
 	}
 	// Every value must fit its member's type before any is set.
 	type parsed struct {
-		s string
 		i int64
 		u uint64
 	}
@@ -153,15 +152,6 @@ func decodeFast(b []byte, members []member) bool {
 		}
 	}
 	return true
-}
-
-func indexOf(members []member, name string) int {
-	for j := range members {
-		if members[j].name == name {
-			return j
-		}
-	}
-	return -1
 }
 
 func skipSpace(b []byte, i int) int {
