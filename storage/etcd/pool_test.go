@@ -209,16 +209,30 @@ func TestCycleRPCs(t *testing.T) {
 // the check catches it.
 func TestPooledLeaseAfterSuspend(t *testing.T) {
 	c := etcdtest.Start(t, 1)
+	// cycle grants name, releases it, simulates a suspend and grants it
+	// again; it returns the keep-alives that second grant sent. A pooled
+	// etcd lease is reused as it is for a second after its grant (the
+	// slack), so a cycle that took longer than that on a loaded machine
+	// proves nothing either way: it is run again, up to five times.
 	cycle := func(t *testing.T, st *etcd.Store, name string, suspend time.Duration) (keepAlives int64) {
-		req := lease.AcquireRequest{Name: name, Holder: lease.NewHolder(), TTL: 20 * time.Second}
-		g := mustGrant(t, st, req)
-		if err := st.Release(t.Context(), name, req.Holder, g.Token); err != nil {
-			t.Fatal(err)
+		for attempt := range 5 {
+			req := lease.AcquireRequest{Name: fmt.Sprintf("%s/%d", name, attempt), Holder: lease.NewHolder(), TTL: 20 * time.Second}
+			start := time.Now()
+			g := mustGrant(t, st, req)
+			if err := st.Release(t.Context(), req.Name, req.Holder, g.Token); err != nil {
+				t.Fatal(err)
+			}
+			etcd.SimulateSuspend(st, suspend)
+			before := etcd.KeepAlives(st)
+			mustGrant(t, st, req)
+			took := time.Since(start)
+			if took < 500*time.Millisecond {
+				return etcd.KeepAlives(st) - before
+			}
+			t.Logf("%s: the cycle took %v, longer than the check can use; again", name, took)
 		}
-		etcd.SimulateSuspend(st, suspend)
-		before := etcd.KeepAlives(st)
-		mustGrant(t, st, req)
-		return etcd.KeepAlives(st) - before
+		t.Fatalf("%s: no cycle took under 500 ms in five tries", name)
+		return 0
 	}
 	t.Run("Store", func(t *testing.T) {
 		st := mustOpen(t, c)
