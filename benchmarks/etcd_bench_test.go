@@ -23,10 +23,11 @@ import (
 // this process; otherwise it is the client URLs of a cluster
 // ("http://127.0.0.1:2379,...").
 //
-// A picket cycle is an etcd lease grant and a transaction (acquire), then a
-// transaction (release; the etcd lease is revoked in the background); a
-// Mutex cycle is a transaction and a read (Lock) and a delete (Unlock) on a
-// session whose lease was granted once.
+// A picket cycle is two transactions: the acquire's, on the etcd lease the
+// previous release of the same TTL left in the store's pool (reused without
+// a keep-alive while it is young enough; see storage/etcd's pool.go), and
+// the release's; a Mutex cycle is a transaction (Lock) and a delete
+// (Unlock) on a session whose lease was granted once.
 func BenchmarkEtcd(b *testing.B) {
 	env := os.Getenv("PICKET_BENCH_ETCD")
 	if env == "" {
