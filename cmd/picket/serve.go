@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,6 +90,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		serverOpts = append(serverOpts, httpapi.WithAuthToken(tok))
 	}
 
+	// Later signals must not kill the process half-way through its clean
+	// stop (the store's close checkpoints and leaves one file): a terminal's
+	// Ctrl-C reaches both "go run" and picket, and go run relays it, so
+	// picket gets two. Caught from here until the store is closed, a signal
+	// after the first cuts the graceful wait short instead: connections are
+	// closed at once, and the store still closes cleanly.
+	hurry := make(chan os.Signal, 4)
+	signal.Notify(hurry, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(hurry) // deferred before the store's close: runs after it
+	var closeNow atomic.Pointer[func()]
+	go func() {
+		seen := 0
+		for range hurry {
+			if seen++; seen == 2 {
+				level.Warn(logger).Log("msg", "another signal while stopping: closing connections now; the store still closes cleanly")
+				if f := closeNow.Load(); f != nil {
+					(*f)()
+				}
+			}
+		}
+	}()
+
 	metrics := httpapi.NewMetrics()
 	quota := sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}
 	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, logger, metrics)
@@ -131,6 +155,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	level.Info(logger).Log(append(append([]any{"msg", "serving", "addr", ln.Addr().String()}, where...), "auth", *authFile != "")...)
 	notify(logger, daemon.SdNotifyReady)
+
+	forceClose := func() { srv.Close() }
+	closeNow.Store(&forceClose)
 
 	var g run.Group
 	// The HTTP server. Interrupt: stop accepting, finish in-flight requests

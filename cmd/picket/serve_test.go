@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -100,5 +103,54 @@ func TestServeShutsDownGracefully(t *testing.T) {
 				t.Error("the server still answers after it exited")
 			}
 		})
+	}
+}
+
+// TestServeTwoSignals: a second SIGINT while the server stops (a terminal's
+// Ctrl-C under "go run" delivers two: one from the terminal, one relayed by
+// go run) cuts the graceful wait short but does not kill the process: it
+// exits 0 with the store closed cleanly, one file left. A request whose body
+// never comes keeps the graceful stop waiting, and the long poll's "shutting
+// down" answer says the stop has begun, when the second signal is sent. On
+// the code before the fix the second signal killed the process: exit 130,
+// the -wal and -shm files left behind.
+func TestServeTwoSignals(t *testing.T) {
+	db := tempDB(t)
+	srv := startServer(t, db)
+	c := client(t, srv.url)
+	if _, err := c.Acquire(context.Background(), lease.AcquireRequest{Name: "busy", Holder: "a", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(context.Background(), lease.AcquireRequest{Name: "busy", Holder: "b", TTL: time.Minute, Wait: lease.MaxWait})
+		answered <- err
+	}()
+	slow, err := net.Dial("tcp", strings.TrimPrefix(srv.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "POST /v1/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+	time.Sleep(300 * time.Millisecond) // the long poll and the headers reach the server
+	srv.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-answered:
+		if !strings.Contains(fmt.Sprint(err), "shutting down") {
+			t.Fatalf("the long poll: %v, want shutting down", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll was not answered after the first signal")
+	}
+	if code := srv.stop(t, syscall.SIGINT); code != 0 {
+		t.Errorf("picket serve exit %d after a second SIGINT, want 0:\n%s", code, srv.logs)
+	}
+	if !strings.Contains(srv.logs.String(), "another signal while stopping") {
+		t.Errorf("the second signal was not the one that ended the wait:\n%s", srv.logs)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(db + suffix); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the stop: %v; a clean close leaves the database file alone", filepath.Base(db+suffix), err)
+		}
 	}
 }
