@@ -214,37 +214,53 @@ func plainInt(raw []byte, quoted bool) (int64, bool) {
 // render it, for the answers of the lease calls; it reports false for any
 // other type.
 func encodeFast(buf []byte, v any) ([]byte, bool) {
+	start := len(buf)
 	switch v := v.(type) {
 	case grantJSON:
-		buf = append(buf, `{"name":`...)
-		buf = appendString(buf, v.Name)
-		buf = append(buf, `,"holder":`...)
-		buf = appendString(buf, v.Holder)
-		buf = append(buf, `,"owner":`...)
-		buf = appendString(buf, v.Owner)
-		buf = append(buf, `,"token":`...)
-		buf = strconv.AppendUint(buf, v.Token, 10)
-		buf = append(buf, `,"ttl_ms":`...)
-		buf = strconv.AppendInt(buf, v.TTLMS, 10)
-		buf = append(buf, `,"expires_at":`...)
-		buf = appendString(buf, v.ExpiresAt)
-		return append(buf, "}\n"...), true
+		buf = strMember(buf, "name", v.Name)
+		buf = strMember(buf, "holder", v.Holder)
+		buf = appendLeaseRest(buf, v.Owner, v.Token, v.TTLMS, v.ExpiresAt)
 	case infoJSON:
-		buf = append(buf, `{"name":`...)
-		buf = appendString(buf, v.Name)
-		buf = append(buf, `,"owner":`...)
-		buf = appendString(buf, v.Owner)
-		buf = append(buf, `,"token":`...)
-		buf = strconv.AppendUint(buf, v.Token, 10)
-		buf = append(buf, `,"ttl_ms":`...)
-		buf = strconv.AppendInt(buf, v.TTLMS, 10)
-		buf = append(buf, `,"expires_at":`...)
-		buf = appendString(buf, v.ExpiresAt)
-		return append(buf, "}\n"...), true
+		buf = strMember(buf, "name", v.Name)
+		buf = appendLeaseRest(buf, v.Owner, v.Token, v.TTLMS, v.ExpiresAt)
 	case releasedJSON:
-		return append(buf, `{"released":`+strconv.FormatBool(v.Released)+"}\n"...), true
+		buf = append(buf, `,"released":`...)
+		buf = strconv.AppendBool(buf, v.Released)
+	default:
+		return buf, false
 	}
-	return buf, false
+	return append(closeObject(buf, start), '\n'), true
+}
+
+// appendLeaseRest appends the members a grant and a lease's public view
+// share after the name (and the grant's holder).
+func appendLeaseRest(buf []byte, owner string, tok uint64, ttlMS int64, expires string) []byte {
+	buf = strMember(buf, "owner", owner)
+	buf = uintMember(buf, "token", tok)
+	buf = intMember(buf, "ttl_ms", ttlMS)
+	return strMember(buf, "expires_at", expires)
+}
+
+// The member appenders write `,"key":value`; closeObject turns the first
+// member's comma into the opening brace and closes the object.
+func strMember(buf []byte, key, v string) []byte { return appendString(memberKey(buf, key), v) }
+func intMember(buf []byte, key string, v int64) []byte {
+	return strconv.AppendInt(memberKey(buf, key), v, 10)
+}
+func uintMember(buf []byte, key string, v uint64) []byte {
+	return strconv.AppendUint(memberKey(buf, key), v, 10)
+}
+
+func memberKey(buf []byte, key string) []byte {
+	buf = append(buf, ',', '"')
+	buf = append(buf, key...)
+	return append(buf, '"', ':')
+}
+
+// closeObject ends the object whose members were appended from start on.
+func closeObject(buf []byte, start int) []byte {
+	buf[start] = '{'
+	return append(buf, '}')
 }
 
 // appendString appends s as a JSON string, as encoding/json quotes it:
@@ -270,43 +286,33 @@ func encodeRequest(v any) ([]byte, bool) {
 	buf := make([]byte, 0, 192)
 	switch v := v.(type) {
 	case acquireBody:
-		buf = append(buf, `{"name":`...)
-		buf = appendString(buf, v.Name)
-		buf = append(buf, `,"ttl_ms":`...)
-		buf = strconv.AppendInt(buf, v.TTLMS, 10)
-		buf = append(buf, `,"owner":`...)
-		buf = appendString(buf, v.Owner)
-		buf = append(buf, `,"holder":`...)
-		buf = appendString(buf, v.Holder)
+		buf = strMember(buf, "name", v.Name)
+		buf = intMember(buf, "ttl_ms", v.TTLMS)
+		buf = strMember(buf, "owner", v.Owner)
+		buf = strMember(buf, "holder", v.Holder)
 		if v.WaitMS != 0 {
-			buf = append(buf, `,"wait_ms":`...)
-			buf = strconv.AppendInt(buf, v.WaitMS, 10)
+			buf = intMember(buf, "wait_ms", v.WaitMS)
 		}
 		if v.LockDelayMS != 0 {
-			buf = append(buf, `,"lock_delay_ms":`...)
-			buf = strconv.AppendInt(buf, v.LockDelayMS, 10)
+			buf = intMember(buf, "lock_delay_ms", v.LockDelayMS)
 		}
 	case renewBody:
 		buf = appendNameHolderToken(buf, v.Name, v.Holder, v.Token)
 		if v.TTLMS != nil {
-			buf = append(buf, `,"ttl_ms":`...)
-			buf = strconv.AppendInt(buf, *v.TTLMS, 10)
+			buf = intMember(buf, "ttl_ms", *v.TTLMS)
 		}
 	case releaseBody:
 		buf = appendNameHolderToken(buf, v.Name, v.Holder, v.Token)
 	default:
 		return nil, false
 	}
-	return append(buf, '}'), true
+	return closeObject(buf, 0), true
 }
 
 func appendNameHolderToken(buf []byte, name, holder string, tok uint64) []byte {
-	buf = append(buf, `{"name":`...)
-	buf = appendString(buf, name)
-	buf = append(buf, `,"holder":`...)
-	buf = appendString(buf, holder)
-	buf = append(buf, `,"token":`...)
-	return strconv.AppendUint(buf, tok, 10)
+	buf = strMember(buf, "name", name)
+	buf = strMember(buf, "holder", holder)
+	return uintMember(buf, "token", tok)
 }
 
 // decodeAnswer decodes a 200 answer from r into out as a json.Decoder
