@@ -98,15 +98,18 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// closed at once, and the store still closes cleanly.
 	hurry := make(chan os.Signal, 4)
 	signal.Notify(hurry, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(hurry) // deferred before the store's close: runs after it
-	var closeNow atomic.Pointer[func()]
+	defer func() { // deferred before the store's close: runs after it
+		signal.Stop(hurry) // no delivery after it returns
+		close(hurry)
+	}()
+	var served atomic.Pointer[http.Server] // set once the server exists
 	go func() {
 		seen := 0
 		for range hurry {
 			if seen++; seen == 2 {
 				level.Warn(logger).Log("msg", "another signal while stopping: closing connections now; the store still closes cleanly")
-				if f := closeNow.Load(); f != nil {
-					(*f)()
+				if srv := served.Load(); srv != nil {
+					srv.Close()
 				}
 			}
 		}
@@ -156,8 +159,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	level.Info(logger).Log(append(append([]any{"msg", "serving", "addr", ln.Addr().String()}, where...), "auth", *authFile != "")...)
 	notify(logger, daemon.SdNotifyReady)
 
-	forceClose := func() { srv.Close() }
-	closeNow.Store(&forceClose)
+	served.Store(srv)
 
 	var g run.Group
 	// The HTTP server. Interrupt: stop accepting, finish in-flight requests
