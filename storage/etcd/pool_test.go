@@ -83,20 +83,7 @@ func TestPooledLeaseCoversDeadline(t *testing.T) {
 		}
 		return short
 	}
-	t.Run("Store", func(t *testing.T) {
-		for _, s := range run(t, mustOpen(t, c)) {
-			t.Error(s)
-		}
-	})
-	t.Run("Control", func(t *testing.T) {
-		st := mustOpen(t, c)
-		etcd.BreakReuseAnyAge(st)
-		short := run(t, st)
-		if len(short) == 0 {
-			t.Fatal("the check missed the broken store's deadline past its etcd lease's end")
-		}
-		t.Logf("caught, as it should be: %v", short)
-	})
+	storeAndControl(t, c, run, etcd.BreakReuseAnyAge, "the check missed the broken store's deadline past its etcd lease's end")
 }
 
 func mustGrant(t testing.TB, st *etcd.Store, req lease.AcquireRequest) lease.Grant {
@@ -178,20 +165,7 @@ func TestCycleRPCs(t *testing.T) {
 		}
 		return errs
 	}
-	t.Run("Store", func(t *testing.T) {
-		for _, e := range check(t, mustOpen(t, c)) {
-			t.Error(e)
-		}
-	})
-	t.Run("Control", func(t *testing.T) {
-		st := mustOpen(t, c)
-		etcd.KeepAliveAlways(st)
-		errs := check(t, st)
-		if len(errs) == 0 {
-			t.Fatal("the check missed a keep-alive before every reuse")
-		}
-		t.Logf("caught, as it should be: %v", errs)
-	})
+	storeAndControl(t, c, check, etcd.KeepAliveAlways, "the check missed a keep-alive before every reuse")
 }
 
 // TestPooledLeaseAfterSuspend: a pooled etcd lease is judged on a clock that
