@@ -94,6 +94,7 @@ func openErrorKind(err error) string {
 		{"copy-in-use", sqlite.ErrCopyInUse},
 		{"backup", sqlite.ErrBackupCopy},
 		{"not-private", sqlite.ErrNotPrivate},
+		{"no-epoch", sqlite.ErrNoEpoch},
 	} {
 		if errors.Is(err, k.err) {
 			return k.name

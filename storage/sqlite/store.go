@@ -78,6 +78,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if cfg.clock == nil {
 		cfg.clock = SystemClock()
 	}
+	if err := checkClock(cfg.clock); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
 	s := &Store{
 		path:      abs,
 		clock:     cfg.clock,
