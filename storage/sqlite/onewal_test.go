@@ -95,6 +95,7 @@ func openErrorKind(err error) string {
 		{"backup", sqlite.ErrBackupCopy},
 		{"not-private", sqlite.ErrNotPrivate},
 		{"no-epoch", sqlite.ErrNoEpoch},
+		{"other-epoch", sqlite.ErrOtherEpoch},
 	} {
 		if errors.Is(err, k.err) {
 			return k.name

@@ -132,6 +132,9 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkOpenersEpoch(ctx, first); err != nil { // epochs.go
+		return err
+	}
 	if err := s.prepareFile(ctx); err != nil {
 		return err
 	}
