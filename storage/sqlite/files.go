@@ -273,13 +273,13 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 				"copy a live store with picket backup, never cp", ErrCopyInUse, inUse, found)
 		}
 		if s.floor > 0 {
-			if err := raiseCounter(ctx, s.w.conn, s.floor); err != nil {
-				return err
-			}
-			if _, err := s.w.conn.ExecContext(ctx, "DELETE FROM meta WHERE key IN (?, ?)", metaBackup, metaInUse); err != nil {
+			if err := s.applyFloor(ctx, first); err != nil { // floor.go
 				return err
 			}
 			inUse, wrote = "", true
+		}
+		if s.kvFloor, err = readKVFloor(ctx, s.w.conn); err != nil {
+			return err
 		}
 		if first && mark != "" && inUse != mark && checking(checkInUse) {
 			if _, err := s.w.conn.ExecContext(ctx, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", metaInUse, mark); err != nil {

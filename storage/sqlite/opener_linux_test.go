@@ -183,3 +183,45 @@ func unshareCmd(t *testing.T, why string, args ...string) []string {
 	}
 	return append([]string{unshare}, args...)
 }
+
+// TestRestoreInPlaceLive: picket restore -token-floor N on a running
+// store's own file (issue 19 item 4b) is refused with ErrInUse: it would
+// lift the in-use mark while the store writes on, and a cp of the file
+// taken then would open without a floor and hand out its tokens again.
+// The check: after the attempt and more grants by the store, a cp of the
+// database file alone never grants a token the store acknowledged.
+// Mutant: controls/floor-live.
+func TestRestoreInPlaceLive(t *testing.T) {
+	dir := t.TempDir()
+	path, cp := dir+"/picket.db", dir+"/copy.db"
+	srv := startOpener(t, path, nil)
+	var highest int64
+	grant := func(name string) {
+		a := srv.do("acquire " + name + " 1m")
+		if granted(a) == 0 {
+			t.Fatalf("the running store's acquire of %s: %s", name, a)
+		}
+		highest = max(highest, granted(a))
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		grant(n)
+	}
+	_, err := sqlite.Restore(path, path, 10)
+	t.Logf("restore in place beside a running store: %v", err)
+	for _, n := range []string{"d", "e", "f"} {
+		grant(n)
+	}
+	copyFile(t, path, cp)
+	if s, cerr := sqlite.Open(cp); cerr == nil {
+		g, aerr := s.Acquire(context.Background(), lease.AcquireRequest{Name: "after", Holder: "h", TTL: time.Minute})
+		s.Close()
+		if aerr == nil && int64(g.Token) <= highest {
+			t.Fatalf("a cp of the live file, taken after the restore, opened without a floor and granted token %d; the store had acknowledged up to %d", g.Token, highest)
+		}
+	} else if !errors.Is(cerr, sqlite.ErrCopyInUse) {
+		t.Errorf("Open of the cp: %v; want ErrCopyInUse", cerr)
+	}
+	if !errors.Is(err, sqlite.ErrInUse) {
+		t.Fatalf("restore in place beside a running store: %v; want ErrInUse", err)
+	}
+}

@@ -49,6 +49,7 @@ type Store struct {
 	walBefore string      // the mark of the -wal found at open (files.go)
 	m         *member     // the Store's place among the file's openers (inode.go)
 	floor     token.Token // WithTokenFloor (backup.go)
+	kvFloor   token.Token // the fenced keys' floor a restore set (floor.go)
 }
 
 var _ lease.Store = (*Store)(nil)
