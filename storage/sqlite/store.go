@@ -50,6 +50,8 @@ type Store struct {
 	m         *member     // the Store's place among the file's openers (inode.go)
 	floor     token.Token // WithTokenFloor (backup.go)
 	kvFloor   token.Token // the fenced keys' floor a restore set (floor.go)
+
+	overlayRisk bool // WithOverlayRisk (fsys.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -92,9 +94,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 		batchHook: cfg.batchHook,
 		quota:     cfg.quota,
 		floor:     cfg.tokenFloor,
-		ops:       make(chan *op, cfg.maxBatch),
-		closing:   make(chan struct{}),
-		done:      make(chan struct{}),
+
+		overlayRisk: cfg.overlayRisk,
+		ops:         make(chan *op, cfg.maxBatch),
+		closing:     make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	if err := s.open(context.Background(), cfg.readConns); err != nil {
 		s.closeDBs()
@@ -107,6 +111,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context, readConns int) error {
+	if err := s.checkFileSystem(); err != nil { // fsys.go
+		return err
+	}
 	if err := createPrivate(s.path); err != nil {
 		return err
 	}
