@@ -51,7 +51,8 @@ type Store struct {
 	floor     token.Token // WithTokenFloor (backup.go)
 	kvFloor   token.Token // the fenced keys' floor a restore set (floor.go)
 
-	overlayRisk bool // WithOverlayRisk (fsys.go)
+	overlayRisk bool     // WithOverlayRisk (fsys.go)
+	place       fileHere // the file the path named at Open (moved.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -118,6 +119,9 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 		return err
 	}
 	if err := s.enter(); err != nil { // files.go
+		return err
+	}
+	if err := s.notePlace(); err != nil { // moved.go
 		return err
 	}
 	var err error
