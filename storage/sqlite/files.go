@@ -302,6 +302,11 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 	if err != nil || !wrote {
 		return err
 	}
+	if first && checking(checkInUse) {
+		if err := s.markInFile(ctx); err != nil { // inuse.go
+			return err
+		}
+	}
 	s.checkpoint(ctx)
 	return nil
 }
