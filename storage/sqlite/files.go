@@ -264,13 +264,7 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 				"restore it with a token floor above every token used since (picket restore -token-floor N)", ErrBackupCopy, backup)
 		}
 		if s.floor == 0 && first && inUse != "" && inUse != s.walBefore && checking(checkInUse) {
-			found := s.walBefore
-			if found == "" {
-				found = "none"
-			}
-			return fmt.Errorf("%w (it was last open with the -wal %s; the -wal beside it is %s): open the file where it was used, "+
-				"or restore this copy with a token floor above every token used since (picket restore -token-floor N); "+
-				"copy a live store with picket backup, never cp", ErrCopyInUse, inUse, found)
+			return s.copyInUseError(ctx, inUse) // inuse.go
 		}
 		if s.floor > 0 {
 			if err := s.applyFloor(ctx, first); err != nil { // floor.go

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +162,81 @@ func TestInUseMarkOldReader(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func init() { faultChildren["sqlite-read"] = sqliteReadChild }
+
+// sqliteReadChild reads PICKET_TEST_DB once with a plain SQLite connection
+// and closes it, as `sqlite3 picket.db 'SELECT ...'` does (used where the
+// sqlite3 shell is not installed).
+func sqliteReadChild() int {
+	db, err := sql.Open("sqlite", "file:"+os.Getenv("PICKET_TEST_DB"))
+	if err != nil {
+		fmt.Printf("error %v\n", err)
+		return 1
+	}
+	var n int64
+	if err := db.QueryRow("SELECT value FROM counter").Scan(&n); err != nil {
+		fmt.Printf("error %v\n", err)
+		return 1
+	}
+	if err := db.Close(); err != nil {
+		fmt.Printf("error %v\n", err)
+		return 1
+	}
+	fmt.Printf("counter %d\n", n)
+	return 0
+}
+
+// TestCheckpointedAfterCrash: issue 19 item 12. After a store is killed
+// with SIGKILL, one sqlite3 read of its file checkpoints the -wal into it
+// and deletes it. Open still refuses the file (nothing in it tells it from
+// a copy that lost its -wal), but the error names this case and the exact
+// command that recovers it; that command (Restore in place with the file's
+// counter as the floor) makes the file usable, above every acknowledged
+// token. Mutant: controls/inuse-message.
+func TestCheckpointedAfterCrash(t *testing.T) {
+	path, highest := killedStore(t, 3)
+	var cmd *exec.Cmd
+	if sqlite3, err := exec.LookPath("sqlite3"); err == nil {
+		cmd = exec.CommandContext(t.Context(), sqlite3, path, "SELECT value FROM counter")
+	} else {
+		t.Logf("no sqlite3 shell (%v): a child process reads the file instead", err)
+		cmd = child(t, t.Context(), "sqlite-read", path, "reader", 0)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after %v the -wal is still there (%v): not the case of the issue", cmd.Args, err)
+	}
+	_, err = sqlite.Open(path)
+	if !errors.Is(err, sqlite.ErrCopyInUse) {
+		t.Fatalf("Open after the crash and the sqlite3 read: %v; want ErrCopyInUse", err)
+	}
+	t.Logf("refused: %v", err)
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, "`")
+	command, _, ok2 := strings.Cut(rest, "`")
+	if !ok || !ok2 || !strings.Contains(msg, "sqlite3 shell") {
+		t.Fatalf("the error names neither the case (a SQLite program such as the sqlite3 shell checkpointed the -wal) nor a command in backquotes: %v", err)
+	}
+	f := strings.Fields(command)
+	if len(f) != 6 || f[0] != "picket" || f[1] != "restore" || f[2] != "-token-floor" || f[4] != path || f[5] != path {
+		t.Fatalf("the command is %q; want picket restore -token-floor N %s %s", command, path, path)
+	}
+	floor, err := token.Parse(f[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor < highest {
+		t.Fatalf("the command's floor %d is below the acknowledged token %d", floor, highest)
+	}
+	if _, err := sqlite.Restore(path, path, floor); err != nil {
+		t.Fatalf("the command (Restore in place, floor %d): %v", floor, err)
+	}
+	if g := acquire(t, mustOpenPath(t, path), "after", "h", time.Minute); g.Token <= highest {
+		t.Fatalf("after the recovery: token %d, want above %d", g.Token, highest)
+	}
 }
