@@ -50,11 +50,12 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 //	picket restore -token-floor N BACKUP DB
 //
 // Tokens handed out after the backup was taken are not in it, so the
-// counter is raised to at least N: give a floor above every token handed
-// out since, such as the highest token your fenced resources have seen.
+// counter is raised to at least N, and every fenced key's token to at least
+// N-1: give a floor above every token handed out since, such as the highest
+// token your fenced resources have seen. Stop every store on DB first.
 func runRestore(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "restore")
-	floor := fs.Uint64("token-floor", 0, "raise the token counter to at least `N`: above every token handed out since the backup (required)")
+	floor := fs.Uint64("token-floor", 0, "raise the token counter to at least `N`, and fenced keys to N-1: above every token handed out since the backup (required)")
 	if err := parse(fs, args, true); err != nil {
 		return err
 	}

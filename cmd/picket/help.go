@@ -38,6 +38,10 @@ Store (every command but serve):
   -etcd-prefix P        cluster mode: keep every key under P (default picket)
   -etcd-ca F -etcd-cert F -etcd-key F    cluster mode: TLS (CA, client certificate and key, PEM files)
   -etcd-user U -etcd-password-file F     cluster mode: log in to etcd as U
+  -allow-overlayfs      embedded mode (serve too): accept a -db on overlayfs, a container's root, which is
+                        refused otherwise: the same file opened through the overlay's upper directory hands
+                        out tokens twice, and a container recreated without a volume starts again at 1
+                        (for a test suite in a container; a service uses a volume or a bind-mounted directory)
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);

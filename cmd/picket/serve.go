@@ -37,6 +37,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve")
 	addr := fs.String("addr", DefaultAddr, "listen on this `address`")
 	db := fs.String("db", DefaultDB, "the SQLite `file` (created if missing)")
+	allowOverlay := fs.Bool("allow-overlayfs", false, overlayFlagUsage)
 	var etcdF etcdFlags
 	etcdF.register(fs)
 	authFile := fs.String("auth-token-file", "", "require this bearer token (read from `file`) on every /v1/ request")
@@ -117,7 +118,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 
 	metrics := httpapi.NewMetrics()
 	quota := sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}
-	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, logger, metrics)
+	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, logger, metrics, overlayOption(*allowOverlay)...)
 	if err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ type sweeper interface {
 // openServed opens the store serve fronts: the etcd cluster if -etcd was
 // given, else the SQLite file (which also sweeps and keeps the quota).
 func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota,
-	logger log.Logger, metrics *httpapi.Metrics) (servedStore, sweeper, error) {
+	logger log.Logger, metrics *httpapi.Metrics, extra ...sqlite.Option) (servedStore, sweeper, error) {
 	if etcdF.set() {
 		dbSet := false
 		fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
@@ -295,12 +296,12 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 		}
 		return st, nil, nil
 	}
-	st, err := sqlite.Open(db,
+	st, err := sqlite.Open(db, append([]sqlite.Option{
 		sqlite.WithLockDelay(lockDelay),
 		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
 		sqlite.WithBatchHook(metrics.ObserveBatch),
 		sqlite.WithQuota(quota),
-	)
+	}, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}

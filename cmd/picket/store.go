@@ -23,12 +23,28 @@ type storeFlags struct {
 	server   string
 	authFile string
 	etcd     etcdFlags
+
+	allowOverlay bool
+}
+
+// overlayFlagUsage is the help of -allow-overlayfs.
+const overlayFlagUsage = "accept a -db on overlayfs (a container's root file system), which is refused otherwise: " +
+	"the same file opened through the overlay's upper directory hands out the same tokens twice, and a container " +
+	"recreated without a volume starts its tokens again at 1 (for a test suite in a container)"
+
+// overlayOption turns -allow-overlayfs into the store's option.
+func overlayOption(allow bool) []sqlite.Option {
+	if allow {
+		return []sqlite.Option{sqlite.WithOverlayRisk()}
+	}
+	return nil
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", DefaultDB, "embedded mode: the SQLite `file`")
 	fs.StringVar(&f.server, "server", "", "remote mode: the picket server's `URL`")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "remote mode: read the bearer token from `file`")
+	fs.BoolVar(&f.allowOverlay, "allow-overlayfs", false, "embedded mode: "+overlayFlagUsage)
 	f.etcd.register(fs)
 }
 
@@ -77,7 +93,7 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 	if f.authFile != "" {
 		return nil, usagef("-auth-token-file needs -server")
 	}
-	s, err := sqlite.Open(f.db)
+	s, err := sqlite.Open(f.db, overlayOption(f.allowOverlay)...)
 	if err != nil {
 		return nil, err
 	}

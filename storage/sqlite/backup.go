@@ -39,8 +39,12 @@ const metaBackup = "backup"
 // opens, in the same durable transaction that lifts a backup's mark (or the
 // mark of a copy made while the file was in use): every later token is
 // above floor. Give a floor above every token handed out since the copy was
-// taken, such as the highest token the fenced resources have seen. Between
-// 1 and token.Max; 0 (the default) raises nothing and refuses copies.
+// taken, such as the highest token the fenced resources have seen. The same
+// transaction raises every fenced key's token to at least floor-1, and a
+// fenced write below floor-1 is stale from then on, on every key (floor.go).
+// Only the file's first live opener applies a floor: beside a running store
+// Open fails with ErrInUse. Between 1 and token.Max; 0 (the default) raises
+// nothing and refuses copies.
 func WithTokenFloor(floor token.Token) Option {
 	return func(cfg *config) { cfg.tokenFloor = floor }
 }
@@ -149,7 +153,8 @@ func (s *Store) backupTo(ctx context.Context, tmp string) (token.Token, error) {
 // the same file, it lifts the mark in place. It returns the counter after.
 //
 // Errors: lease.ErrInvalid for a floor of 0 or above token.Max, or a db
-// that exists; or the error of Open or the file system.
+// that exists; ErrInUse if a running store has db open; or the error of
+// Open or the file system.
 func Restore(backup, db string, floor token.Token, opts ...Option) (token.Token, error) {
 	if floor == 0 {
 		return 0, invalidf("restore needs a token floor above every token handed out since the backup was taken")

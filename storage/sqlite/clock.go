@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -17,18 +19,41 @@ import (
 // clock is offset (unshare -T --boottime N), that offset
 // (/proc/self/timens_offsets): "<boot id>" alone without an offset,
 // "<boot id> boottime <s> <ns>" with one. Both are read once (a process
-// cannot change its own offset). If the boot id cannot be read it is "",
-// which stays safe because the boot clock restarts near zero: a deadline
-// from an earlier boot then looks later than it really is, never earlier.
+// cannot change its own offset). If either cannot be read (the boot id is
+// missing or empty, the offsets exist but cannot be read), Epoch is "" and
+// Open refuses the clock with ErrNoEpoch: two processes in different time
+// namespaces that both failed to read theirs would share the empty epoch
+// without sharing a clock.
 //
 // Elsewhere, Now is the wall clock (nanoseconds since 1970) and Epoch is "":
 // a wall-clock step there moves every deadline (a lease can end early or
 // late; fencing still rejects a stale writer).
 //
 // Wall is time.Now in UTC; it only renders deadlines for people.
-func SystemClock() lease.Clock { return systemClock{epoch: clockEpoch()} }
+func SystemClock() lease.Clock {
+	epoch, err := clockEpoch()
+	return systemClock{epoch: epoch, err: err}
+}
 
-type systemClock struct{ epoch string }
+type systemClock struct {
+	epoch string
+	err   error // why the epoch could not be read
+}
+
+// ErrNoEpoch is returned by Open when the system clock's epoch (the boot id,
+// and the time namespace's offset of the boot clock) cannot be read: the
+// store could not tell a process in another time namespace, whose boot
+// clock disagrees with this one's, from one that shares it.
+var ErrNoEpoch = errors.New("sqlite: the clock's epoch cannot be read")
+
+// checkClock refuses a system clock whose epoch could not be read.
+func checkClock(c lease.Clock) error {
+	if sc, ok := c.(systemClock); ok && sc.err != nil {
+		return fmt.Errorf("%w: %v; picket compares it at every write to tell whether every opener of the file "+
+			"counts time on one boot clock (check that /proc is mounted and readable)", ErrNoEpoch, sc.err)
+	}
+	return nil
+}
 
 func (c systemClock) Now() time.Duration { return bootTime() }
 func (c systemClock) Epoch() string      { return c.epoch }

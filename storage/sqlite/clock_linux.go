@@ -1,6 +1,9 @@
 package sqlite
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -15,27 +18,53 @@ import (
 // the boot id but not the boot clock: one started with
 // `unshare -T --boottime 3600` reads an hour more. A process's offset
 // cannot change once it runs, so this is read once.
-var clockEpoch = sync.OnceValue(func() string {
-	return epochOf(bootID(), timensBoottime())
+//
+// An epoch that cannot be read is an error, never "": two processes that
+// both failed to read theirs would share the empty epoch without sharing a
+// clock (Open refuses such a clock: ErrNoEpoch).
+var clockEpoch = sync.OnceValues(func() (string, error) {
+	id, err := bootID()
+	if err != nil {
+		return "", err
+	}
+	off, err := timensBoottime()
+	if err != nil {
+		return "", err
+	}
+	return epochOf(id, off), nil
 })
 
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+func bootID() (string, error) {
+	b, err := os.ReadFile(bootIDFile)
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("read the boot id: %w", err)
 	}
-	return strings.TrimSpace(string(b))
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", fmt.Errorf("read the boot id: %s is empty", bootIDFile)
+	}
+	return id, nil
 }
 
 // timensBoottime returns the boottime line of /proc/self/timens_offsets
-// ("<seconds> <nanoseconds>"), or "" where the file does not exist (a
-// kernel without time namespaces: no offset) or cannot be read.
-func timensBoottime() string {
+// ("<seconds> <nanoseconds>"), "" where the file does not exist (a kernel
+// without time namespaces: no offset), or an error where it exists but
+// cannot be read or has no boottime line.
+func timensBoottime() (string, error) {
 	b, err := os.ReadFile("/proc/self/timens_offsets")
-	if err != nil {
-		return ""
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
 	}
-	return boottimeOffset(string(b))
+	if err != nil {
+		return "", fmt.Errorf("read the time namespace's offsets: %w", err)
+	}
+	off := boottimeOffset(string(b))
+	if off == "" {
+		return "", fmt.Errorf("read the time namespace's offsets: no boottime line in %q", b)
+	}
+	return off, nil
 }
 
 func bootTime() time.Duration {

@@ -4,6 +4,6 @@ package sqlite
 
 import "time"
 
-func clockEpoch() string { return "" }
+func clockEpoch() (string, error) { return "", nil }
 
 func bootTime() time.Duration { return time.Duration(time.Now().UnixNano()) }

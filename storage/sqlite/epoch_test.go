@@ -38,23 +38,27 @@ func TestEpochOf(t *testing.T) {
 	}
 }
 
-// epochViolation opens two stores on one new file whose clocks disagree:
-// the second's boot clock reads an hour more in another epoch, as a
-// process in a time namespace (unshare -T --boottime 3600) does. The
-// second opens first, so the file was last in its epoch when the first
-// opened. The first grants a 10-minute lease; it reports the first way the
-// second then departs from "held for its full TTL": a grant, or a Get that
-// does not show the lease.
+// epochViolation opens two stores on one new file, then moves the second's
+// clock into another epoch whose boot clock reads an hour more, as a
+// process in a time namespace (unshare -T --boottime 3600) does (a second
+// live opener in another epoch is refused at Open: TestEpochOtherOpener).
+// The second writes first, so the file was last in its epoch when the first
+// grants a 10-minute lease; it reports the first way the second then
+// departs from "held for its full TTL": a grant, or a Get that does not
+// show the lease.
 func epochViolation(t *testing.T) error {
 	t.Helper()
 	host := leasetest.NewClock()
 	ns := leasetest.NewClock()
-	ns.Reboot("boot-1 boottime 3600 0", host.Now()+time.Hour, 0)
 	path := filepath.Join(t.TempDir(), "picket.db")
 	inNS := mustOpenPath(t, path, sqlite.WithClock(ns))
 	onHost := mustOpenPath(t, path, sqlite.WithClock(host))
+	ns.Reboot("boot-1 boottime 3600 0", host.Now()+time.Hour, 0)
 	ctx := context.Background()
 	const ttl = 10 * time.Minute
+	if _, err := inNS.Acquire(ctx, lease.AcquireRequest{Name: "warm-up", Holder: "ns", TTL: time.Second}); err != nil {
+		t.Fatalf("the namespace's first write: %v", err)
+	}
 	g, err := onHost.Acquire(ctx, lease.AcquireRequest{Name: "job", Holder: "host", Owner: "host", TTL: ttl})
 	if err != nil {
 		t.Fatalf("grant on the host: %v", err)
@@ -119,4 +123,33 @@ func TestEpochTwoOpenersClocksDisagreeControl(t *testing.T) {
 		t.Fatalf("the check did not catch the double grant with the epoch cached at open: %v", err)
 	}
 	t.Logf("caught: %v", err)
+}
+
+// TestEpochOtherOpener: a store whose clock is in another epoch than a
+// live opener of the file is refused at Open (ErrOtherEpoch), in this
+// process as in another (TestEpochOtherOpenerProcesses); once the other
+// has closed, it opens and applies the reboot rule.
+func TestEpochOtherOpener(t *testing.T) {
+	host := leasetest.NewClock()
+	ns := leasetest.NewClock()
+	ns.Reboot("boot-1 boottime 3600 0", host.Now()+time.Hour, 0)
+	path := filepath.Join(t.TempDir(), "picket.db")
+	s, err := sqlite.Open(path, sqlite.WithClock(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, s, "job", "host", time.Minute)
+	if s2, err := sqlite.Open(path, sqlite.WithClock(ns)); !errors.Is(err, sqlite.ErrOtherEpoch) {
+		if err == nil {
+			s2.Close()
+		}
+		t.Fatalf("Open in another epoch beside a live opener: %v; want ErrOtherEpoch", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := mustOpenPath(t, path, sqlite.WithClock(ns))
+	if _, err := s2.Acquire(ctxT(t), lease.AcquireRequest{Name: "job", Holder: "ns", TTL: time.Minute}); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("Acquire after the other epoch's opener closed: %v; want held (the reboot rule)", err)
+	}
 }

@@ -27,7 +27,8 @@ var (
 
 // FailedError is the error of every write after the store failed closed: a
 // statement or a commit failed with an I/O error or corruption, so the state
-// on disk is in doubt. It matches lease.ErrUnavailable; Cause is the SQLite
+// on disk is in doubt, or the store's path no longer names its file
+// (ErrMoved). It matches lease.ErrUnavailable; Cause is the SQLite
 // error that started it.
 type FailedError struct {
 	Cause error

@@ -264,22 +264,16 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 				"restore it with a token floor above every token used since (picket restore -token-floor N)", ErrBackupCopy, backup)
 		}
 		if s.floor == 0 && first && inUse != "" && inUse != s.walBefore && checking(checkInUse) {
-			found := s.walBefore
-			if found == "" {
-				found = "none"
-			}
-			return fmt.Errorf("%w (it was last open with the -wal %s; the -wal beside it is %s): open the file where it was used, "+
-				"or restore this copy with a token floor above every token used since (picket restore -token-floor N); "+
-				"copy a live store with picket backup, never cp", ErrCopyInUse, inUse, found)
+			return s.copyInUseError(ctx, inUse) // inuse.go
 		}
 		if s.floor > 0 {
-			if err := raiseCounter(ctx, s.w.conn, s.floor); err != nil {
-				return err
-			}
-			if _, err := s.w.conn.ExecContext(ctx, "DELETE FROM meta WHERE key IN (?, ?)", metaBackup, metaInUse); err != nil {
+			if err := s.applyFloor(ctx, first); err != nil { // floor.go
 				return err
 			}
 			inUse, wrote = "", true
+		}
+		if s.kvFloor, err = readKVFloor(ctx, s.w.conn); err != nil {
+			return err
 		}
 		if first && mark != "" && inUse != mark && checking(checkInUse) {
 			if _, err := s.w.conn.ExecContext(ctx, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", metaInUse, mark); err != nil {
@@ -301,6 +295,11 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 	})
 	if err != nil || !wrote {
 		return err
+	}
+	if first && checking(checkInUse) {
+		if err := s.markInFile(ctx); err != nil { // inuse.go
+			return err
+		}
 	}
 	s.checkpoint(ctx)
 	return nil

@@ -60,7 +60,8 @@ func failureReason(err error) string {
 // Health returns nil when the store can grant as far as it knows: it has
 // not failed closed, its last write did not fail, and it answers a read.
 // Errors, each matching lease.ErrUnavailable and saying why: a
-// *FailedError after a failed commit, the failure of the last write ("disk
+// *FailedError after a failed commit or once the store's path no longer
+// names its file (ErrMoved), the failure of the last write ("disk
 // full", "read-only", ...) until a write commits again, ErrClosed, or the
 // error of the read.
 func (s *Store) Health(ctx context.Context) error {
@@ -71,6 +72,9 @@ func (s *Store) Health(ctx context.Context) error {
 	case <-s.closing:
 		return ErrClosed
 	default:
+	}
+	if err := s.checkPlace(); err != nil { // moved.go
+		return s.fail(err)
 	}
 	if w := s.lastErr.Load(); w != nil {
 		return fmt.Errorf("sqlite: health: the last write failed at %s: %s (%v): %w",

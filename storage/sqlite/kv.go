@@ -112,6 +112,9 @@ func (b *batch) put(o *op) (result, error) {
 	if r := b.neverIssued(o); r != nil {
 		return *r, nil
 	}
+	if r := b.belowKVFloor(o); r != nil { // floor.go
+		return *r, nil
+	}
 	if b.s.quota.kv() {
 		if r, err := b.kvQuota(o, int64(len(o.value))); r != nil || err != nil {
 			return deref(r), err
@@ -130,6 +133,9 @@ func (b *batch) put(o *op) (result, error) {
 // kvDelete removes a fenced value, keeping its token (see DeleteFenced).
 func (b *batch) kvDelete(o *op) (result, error) {
 	if r := b.neverIssued(o); r != nil {
+		return *r, nil
+	}
+	if r := b.belowKVFloor(o); r != nil { // floor.go
 		return *r, nil
 	}
 	if b.s.quota.kv() {

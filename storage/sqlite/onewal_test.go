@@ -94,6 +94,8 @@ func openErrorKind(err error) string {
 		{"copy-in-use", sqlite.ErrCopyInUse},
 		{"backup", sqlite.ErrBackupCopy},
 		{"not-private", sqlite.ErrNotPrivate},
+		{"no-epoch", sqlite.ErrNoEpoch},
+		{"other-epoch", sqlite.ErrOtherEpoch},
 	} {
 		if errors.Is(err, k.err) {
 			return k.name

@@ -39,6 +39,7 @@ type config struct {
 	batchHook   func(size int, took time.Duration)
 	quota       Quota       // quota.go
 	tokenFloor  token.Token // backup.go
+	overlayRisk bool        // fsys.go
 }
 
 func defaultConfig() config {

@@ -49,6 +49,10 @@ type Store struct {
 	walBefore string      // the mark of the -wal found at open (files.go)
 	m         *member     // the Store's place among the file's openers (inode.go)
 	floor     token.Token // WithTokenFloor (backup.go)
+	kvFloor   token.Token // the fenced keys' floor a restore set (floor.go)
+
+	overlayRisk bool     // WithOverlayRisk (fsys.go)
+	place       fileHere // the file the path named at Open (moved.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -78,6 +82,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if cfg.clock == nil {
 		cfg.clock = SystemClock()
 	}
+	if err := checkClock(cfg.clock); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
 	s := &Store{
 		path:      abs,
 		clock:     cfg.clock,
@@ -88,9 +95,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 		batchHook: cfg.batchHook,
 		quota:     cfg.quota,
 		floor:     cfg.tokenFloor,
-		ops:       make(chan *op, cfg.maxBatch),
-		closing:   make(chan struct{}),
-		done:      make(chan struct{}),
+
+		overlayRisk: cfg.overlayRisk,
+		ops:         make(chan *op, cfg.maxBatch),
+		closing:     make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	if err := s.open(context.Background(), cfg.readConns); err != nil {
 		s.closeDBs()
@@ -103,10 +112,16 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context, readConns int) error {
+	if err := s.checkFileSystem(); err != nil { // fsys.go
+		return err
+	}
 	if err := createPrivate(s.path); err != nil {
 		return err
 	}
 	if err := s.enter(); err != nil { // files.go
+		return err
+	}
+	if err := s.notePlace(); err != nil { // moved.go
 		return err
 	}
 	var err error
@@ -127,6 +142,9 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	}
 	first, err := s.admit(ctx) // files.go
 	if err != nil {
+		return err
+	}
+	if err := s.checkOpenersEpoch(ctx, first); err != nil { // epochs.go
 		return err
 	}
 	if err := s.prepareFile(ctx); err != nil {

@@ -21,7 +21,7 @@ func init() { faultChildren["timens"] = timensChild }
 // clock epoch, and tries to take "job" at once:
 //
 //	epoch <epoch>
-//	held | granted <token> | error <err>
+//	held | granted <token> | refused other-epoch | error <err>
 //
 // With PICKET_TEST_LEGACY_EPOCH=1 it uses the system clock as it was
 // before time namespaces counted (the boot id alone): the control.
@@ -32,6 +32,10 @@ func timensChild() int {
 	}
 	fmt.Printf("epoch %s\n", clock.Epoch())
 	s, err := sqlite.Open(os.Getenv("PICKET_TEST_DB"), sqlite.WithClock(clock))
+	if errors.Is(err, sqlite.ErrOtherEpoch) {
+		fmt.Println("refused other-epoch")
+		return 0
+	}
 	if err != nil {
 		fmt.Printf("error open: %v\n", err)
 		return 1
@@ -81,7 +85,7 @@ func timensTry(t *testing.T, legacy bool) (epoch, result string) {
 		line = strings.TrimSpace(line)
 		if e, ok := strings.CutPrefix(line, "epoch "); ok {
 			epoch = e
-		} else if line == "held" || strings.HasPrefix(line, "granted ") || strings.HasPrefix(line, "error ") {
+		} else if line == "held" || strings.HasPrefix(line, "granted ") || strings.HasPrefix(line, "error ") || strings.HasPrefix(line, "refused ") {
 			result = line
 		}
 	}
@@ -92,15 +96,16 @@ func timensTry(t *testing.T, legacy bool) (epoch, result string) {
 // TestEpochTimeNamespace: a real process in a time namespace whose boot
 // clock reads an hour more (unshare -T --boottime 3600), on the same host
 // and file, is not granted a name another process holds for 10 more
-// minutes: its epoch names the offset, so its first batch applies the
-// reboot rule (issue 8 item 2).
+// minutes: its epoch names the offset, so it is refused at Open while the
+// other opener lives (issue 19 item 6; before it, its first batch applied
+// the reboot rule: issue 8 item 2).
 func TestEpochTimeNamespace(t *testing.T) {
 	epoch, result := timensTry(t, false)
 	if want := sqlite.SystemClock().Epoch() + " boottime 3600 0"; epoch != want {
 		t.Errorf("the child's epoch is %q, want %q", epoch, want)
 	}
-	if result != "held" {
-		t.Fatalf("the child in the time namespace said %q, want held", result)
+	if result != "refused other-epoch" {
+		t.Fatalf("the child in the time namespace said %q, want refused other-epoch", result)
 	}
 }
 

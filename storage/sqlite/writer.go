@@ -231,6 +231,10 @@ func (s *Store) runBatch(batch []*op) {
 		answer(f)
 		return
 	}
+	if err := s.checkPlace(); err != nil { // moved.go
+		answer(s.fail(err))
+		return
+	}
 	start := time.Now()
 	var results, handedRes []result
 	var handed, undone, uncertain []*op

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package sqlite
+
+func (s *Store) checkFileSystem() error { return nil }
