@@ -28,3 +28,50 @@ func listToJSON(page lease.ListPage) listJSON {
 	}
 	return out
 }
+
+// ListEncoder writes HTTP API v1's list object (GET /v1/leases, without a
+// next page) one page of leases at a time, so that a long list is never
+// held in memory: the bytes are those EncodeList writes for all the pages
+// together. Call Encode for each page and Close once at the end.
+type ListEncoder struct {
+	w     io.Writer
+	buf   []byte
+	count int
+}
+
+// NewListEncoder returns a ListEncoder writing to w.
+func NewListEncoder(w io.Writer) *ListEncoder { return &ListEncoder{w: w} }
+
+// Encode writes infos, continuing the list.
+func (e *ListEncoder) Encode(infos []lease.Info) error {
+	e.buf = e.buf[:0]
+	if e.count == 0 {
+		e.buf = append(e.buf, `{"leases":[`...)
+	}
+	for _, i := range infos {
+		b, err := json.Marshal(infoToJSON(i))
+		if err != nil {
+			return err
+		}
+		if e.count > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = append(e.buf, b...)
+		e.count++
+	}
+	if e.count == 0 {
+		return nil // nothing yet: Close writes the empty list
+	}
+	_, err := e.w.Write(e.buf)
+	return err
+}
+
+// Close ends the list.
+func (e *ListEncoder) Close() error {
+	end := "]}\n"
+	if e.count == 0 {
+		end = `{"leases":[]}` + "\n"
+	}
+	_, err := io.WriteString(e.w, end)
+	return err
+}

@@ -10,16 +10,20 @@ import (
 )
 
 // StoreStats is what a store says about its leases at a scrape: how many
-// are live, and how long ago the oldest of them was granted.
+// are live, and how long ago the oldest of them was granted; for a SQLite
+// store, the size of its -wal (WAL >= 0; -1 for a store without one).
 type StoreStats struct {
 	Live   int64
 	Oldest time.Duration
+	WAL    int64
 }
 
 // WatchStore makes every scrape of /metrics ask stats for the store's live
 // leases (picket_leases_live) and the age of the oldest
-// (picket_lease_oldest_age_seconds). storage/sqlite's Store.Stats fits, with
-// a small adapter. Without it, neither series is exported.
+// (picket_lease_oldest_age_seconds), and, when StoreStats.WAL is not
+// negative, the size of the SQLite -wal (picket_sqlite_wal_bytes).
+// storage/sqlite's Store.Stats fits, with a small adapter. Without it, none
+// of these series is exported.
 func (m *Metrics) WatchStore(stats func(context.Context) (StoreStats, error)) {
 	m.stats.Store(&stats)
 }
@@ -28,6 +32,7 @@ func (m *Metrics) WatchStore(stats func(context.Context) (StoreStats, error)) {
 type storeCollector struct {
 	stats        *atomic.Pointer[func(context.Context) (StoreStats, error)]
 	live, oldest *prometheus.Desc
+	wal          *prometheus.Desc
 }
 
 func newStoreCollector(stats *atomic.Pointer[func(context.Context) (StoreStats, error)]) *storeCollector {
@@ -35,12 +40,14 @@ func newStoreCollector(stats *atomic.Pointer[func(context.Context) (StoreStats, 
 		stats:  stats,
 		live:   prometheus.NewDesc("picket_leases_live", "Unexpired leases in the store.", nil, nil),
 		oldest: prometheus.NewDesc("picket_lease_oldest_age_seconds", "Time since the oldest live lease was granted (0 when there is none).", nil, nil),
+		wal:    prometheus.NewDesc("picket_sqlite_wal_bytes", "Size of the SQLite store's -wal file; it should stay near 4 MB.", nil, nil),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.live
 	ch <- c.oldest
+	ch <- c.wal
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -57,6 +64,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, float64(st.Live))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.Oldest.Seconds())
+	if st.WAL >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.wal, prometheus.GaugeValue, float64(st.WAL))
+	}
 }
 
 // modulePath is picket's module: its version is the one picket_build_info

@@ -26,7 +26,7 @@ func TestMetricsForOperators(t *testing.T) {
 	st := mustOpenStore(t, clk, sqlite.WithBatchHook(m.ObserveBatch))
 	m.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
 		s, err := st.Stats(ctx)
-		return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest}, err
+		return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest, WAL: s.WAL}, err
 	})
 	e := serve(t, clk, st, httpapi.WithKV(st), httpapi.WithMetrics(m))
 
@@ -62,7 +62,10 @@ func TestMetricsForOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"picket_build_info{", `goversion="go1.`, "picket_leases_live 2", "picket_lease_oldest_age_seconds 92"} {
+	if got := metricValue(t, m, "picket_sqlite_wal_bytes"); got <= 0 {
+		t.Errorf("picket_sqlite_wal_bytes = %v; want the -wal's size after three grants", got)
+	}
+	for _, want := range []string{"picket_build_info{", `goversion="go1.`, "picket_leases_live 2", "picket_lease_oldest_age_seconds 92", "picket_sqlite_wal_bytes "} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

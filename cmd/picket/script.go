@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -117,17 +118,32 @@ func runList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		infos, err := lease.ListAll(ctx, s, *prefix)
+		// One page at a time (lease.ListEach): a million leases never sit in
+		// memory, and the first rows print before the last page is read.
+		var err error
+		if *asJSON {
+			enc := httpapi.NewListEncoder(e.stdout)
+			if err = lease.ListEach(ctx, s, *prefix, enc.Encode); err == nil {
+				err = enc.Close()
+			}
+		} else {
+			err = printTable(ctx, e.stdout, s, *prefix)
+		}
 		if err != nil {
 			return fmt.Errorf("ls: %w", err)
 		}
-		if *asJSON {
-			return httpapi.EncodeList(e.stdout, infos)
-		}
-		now := time.Now()
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tTTL\tLEFT\tEXPIRES")
-		for _, i := range infos {
+		return nil
+	})
+}
+
+// printTable prints the leases as a table, a page at a time; the columns
+// line up within a page.
+func printTable(ctx context.Context, w io.Writer, s store, prefix string) error {
+	now := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTOKEN\tOWNER\tTTL\tLEFT\tEXPIRES")
+	return lease.ListEach(ctx, s, prefix, func(page []lease.Info) error {
+		for _, i := range page {
 			left := max(i.Expires.Sub(now), 0).Round(time.Millisecond)
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%v\t%s\n", i.Name, i.Token, i.Owner, i.TTL, left, i.Expires.UTC().Format(time.RFC3339))
 		}

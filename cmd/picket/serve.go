@@ -148,7 +148,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if sq, ok := store.(*sqlite.Store); ok { // etcd has no cheap count of its leases yet
 		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
 			st, err := sq.Stats(ctx)
-			return httpapi.StoreStats{Live: st.Live, Oldest: st.Oldest}, err
+			return httpapi.StoreStats{Live: st.Live, Oldest: st.Oldest, WAL: st.WAL}, err
 		})
 	}
 	handler := httpapi.NewServer(store, serverOpts...)

@@ -138,7 +138,7 @@ func (b *batch) apply(o *op) (result, error) {
 	case opDelete:
 		return b.kvDelete(o)
 	case opSweep:
-		return b.sweep()
+		return b.sweep(o)
 	case opWait:
 		return b.poll(o)
 	case opSync:
@@ -317,18 +317,4 @@ func deref(r *result) result {
 		return result{}
 	}
 	return *r
-}
-
-func (b *batch) sweep() (result, error) {
-	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now))
-	if err != nil {
-		return result{}, fmt.Errorf("sweep: %w", err)
-	}
-	// Waiters of other processes that stopped refreshing their rows (this
-	// process's own rows are its calls', alive or forgotten).
-	if _, err := b.s.w.sweepWaiters.ExecContext(b.ctx, int64(b.now), b.s.waiters.process()); err != nil {
-		return result{}, fmt.Errorf("sweep waiters: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return result{n: int(n)}, err
 }

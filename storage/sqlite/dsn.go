@@ -31,13 +31,15 @@ func checkPath(path string) (string, error) {
 
 // writerDSN is the DSN of the one writer connection: WAL, every commit
 // synced (synchronous=FULL), BEGIN IMMEDIATE so that no transaction has to
-// upgrade its lock half-way. Its busy_timeout is short: retryBusy polls.
+// upgrade its lock half-way, and a -wal started over cut back to walLimit.
+// Its busy_timeout is short: retryBusy polls.
 func writerDSN(path string, busy time.Duration) string {
 	return fileURI(path, []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(FULL)",
 		"_pragma=foreign_keys(1)",
+		"_pragma=journal_size_limit(" + strconv.Itoa(walLimit) + ")", // wal.go
 		"_txlock=immediate",
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,20 @@ func (l *logRecorder) has(msg string) bool {
 	for _, r := range l.records {
 		for i := 0; i+1 < len(r); i += 2 {
 			if r[i] == "msg" && r[i+1] == msg {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasPrefix reports whether a record's msg starts with prefix.
+func (l *logRecorder) hasPrefix(prefix string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.records {
+		for i := 0; i+1 < len(r); i += 2 {
+			if m, ok := r[i+1].(string); ok && r[i] == "msg" && strings.HasPrefix(m, prefix) {
 				return true
 			}
 		}

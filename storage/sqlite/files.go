@@ -65,8 +65,9 @@ func resolvePath(path string) (string, error) {
 }
 
 // enter resolves the path, joins the file's openers up to the gate
-// (inode.go), which checks that the file is writable, and makes the files
-// private, all before SQLite opens them.
+// (inode.go), which checks that the file is writable, identifies the file
+// and only then makes the files private, all before the writer connection
+// opens them.
 func (s *Store) enter() error {
 	real, err := resolvePath(s.path)
 	if err != nil {
@@ -76,13 +77,10 @@ func (s *Store) enter() error {
 	if s.m, err = enterFile(real, s.busy); err != nil {
 		return err
 	}
-	if err := s.tightenModes(real); err != nil {
-		return err
-	}
 	// The -wal a crashed opener left, before any connection of this Store
 	// recovers (and, closing, deletes) it: the in-use mark must name it.
 	s.walBefore = walMark(real)
-	return s.inspect()
+	return s.checkFile() // identify.go: identify, inspect, then make private
 }
 
 // inspect refuses a corrupt file or another application's before the writer

@@ -232,14 +232,3 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	o.name, o.holder, o.tok = name, holder, tok
 	return s.submit(ctx, o).err
 }
-
-// Sweep deletes the rows of leases that have expired and whose lock-delay
-// has passed, and returns how many. It is housekeeping: an expired row is
-// never in the way of a grant.
-//
-// Errors: ErrClosed, a *FailedError or another error matching
-// lease.ErrUnavailable, or ctx's error.
-func (s *Store) Sweep(ctx context.Context) (int, error) {
-	res := s.submit(ctx, newOp(opSweep))
-	return res.n, res.err
-}

@@ -11,10 +11,11 @@ import (
 type Stats struct {
 	Live   int64         // unexpired leases
 	Oldest time.Duration // how long ago the oldest live lease was granted (0 when none)
+	WAL    int64         // the size of the -wal in bytes (wal.go)
 }
 
 // Stats counts the live leases and finds the age of the oldest, on the
-// store's clock. It reads the whole leases table (one scan of its rows: a few
+// store's clock, and reads the size of the -wal. It reads the whole leases table (one scan of its rows: a few
 // milliseconds for thousands of leases, longer for millions), so call it at
 // scrape intervals, not per request.
 //
@@ -33,6 +34,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("sqlite: stats: %w", err)
 	}
+	st.WAL = walBytes(s.real)
 	if oldest.Valid && time.Duration(oldest.Int64) < now {
 		st.Oldest = now - time.Duration(oldest.Int64)
 	}

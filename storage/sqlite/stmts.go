@@ -61,7 +61,7 @@ type writer struct {
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
 	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
 	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
-	sweep                   *sql.Stmt // delete rows expired before a time
+	sweep                   *sql.Stmt // delete rows in a range of names expired before a time (sweep.go)
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
 
@@ -98,7 +98,7 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
 		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
-		{&w.sweep, "DELETE FROM leases WHERE expires_at + lock_delay_ms * 1000000 <= ?"},
+		{&w.sweep, "DELETE FROM leases WHERE name > ? AND name <= ? AND expires_at + lock_delay_ms * 1000000 <= ?"},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},

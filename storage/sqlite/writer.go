@@ -75,6 +75,7 @@ type op struct {
 type result struct {
 	grant     lease.Grant
 	n         int           // rows swept
+	next      string        // for a sweep: the After of the next chunk ("" when done)
 	untilFree time.Duration // for a held name: store-clock time until it may be free
 	seq       int64         // the waiters row a held try queued its call in (0: none)
 	err       error
@@ -131,7 +132,9 @@ func (s *Store) writeLoop() {
 	defer close(s.done)
 	defer s.stopWatch() // queue.go: before the read pool it uses closes
 	batch := make([]*op, 0, s.maxBatch)
-	last := 0 // the size of the previous batch
+	last := 0             // the size of the previous batch
+	wal := newWALKeeper() // wal.go
+	defer wal.timer.Stop()
 	for {
 		select {
 		case <-s.closing:
@@ -143,6 +146,9 @@ func (s *Store) writeLoop() {
 		case <-s.closing:
 			s.drain()
 			return
+		case <-wal.timer.C:
+			s.walTick(wal)
+			continue
 		case o := <-s.ops:
 			batch = take(batch[:0], o)
 		}
@@ -161,6 +167,7 @@ func (s *Store) writeLoop() {
 		last = len(batch)
 		if len(batch) > 0 {
 			s.runBatch(batch)
+			wal.wrote()
 		}
 		clear(batch)
 	}
