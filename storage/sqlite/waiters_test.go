@@ -213,10 +213,11 @@ func TestWaitersManyProcesses(t *testing.T) {
 
 // deadWaiterRun: a child process queues for a held name and is killed with
 // SIGKILL; a waiter in this process queues behind it, and the holder
-// releases at once. It returns the answer of this process's waiter (nil
-// error and holder "C" when served) and what the store says of the name
-// after the release (the child's owner: "dead").
-func deadWaiterRun(t *testing.T) (waitResult, lease.Info) {
+// releases at once. It returns what the store says of the name as soon as
+// the release returned (the release hands the name over in its own
+// transaction: C's lease, or the child's, owner "dead") and the answer of
+// this process's waiter (nil error and holder "C" when served).
+func deadWaiterRun(t *testing.T) (lease.Info, waitResult) {
 	path := filepath.Join(t.TempDir(), "picket.db")
 	s := mustOpenPath(t, path)
 	ctx := ctxT(t)
@@ -236,17 +237,17 @@ func deadWaiterRun(t *testing.T) (waitResult, lease.Info) {
 	if err := s.Release(ctx, "hot", "A", g.Token); err != nil {
 		t.Fatal(err)
 	}
-	var r waitResult
-	select {
-	case r = <-c:
-	case <-time.After(3 * time.Second):
-		r = waitResult{holder: "C", err: errors.New("no grant within 3 s of the release")}
-	}
 	info, err := s.Get(ctx, "hot")
 	if err != nil {
 		t.Fatalf("Get after the release: %v", err)
 	}
-	return r, info
+	var r waitResult
+	select {
+	case r = <-c:
+	case <-time.After(5 * time.Second):
+		r = waitResult{holder: "C", err: errors.New("no grant within 5 s of the release")}
+	}
+	return info, r
 }
 
 // waitRows waits (polling, at most 10 s) until n rows wait for name in
@@ -266,9 +267,10 @@ func waitRows(t *testing.T, s *sqlite.Store, name string, n int) {
 // up: the release, at once, hands it to the live waiter behind. Its mutant
 // (.ci/safety): testdata/controls/dead-alive, every row counts as live.
 func TestDeadWaiterSkipped(t *testing.T) {
-	r, info := deadWaiterRun(t)
+	info, r := deadWaiterRun(t)
 	if r.err != nil || r.grant.Holder != "C" || info.Token != r.grant.Token {
-		t.Fatalf("after the dead waiter: C got %+v, %v; the store says owner %q holds token %d; want C's", r.grant, r.err, info.Owner, info.Token)
+		t.Fatalf("right after the release the store says owner %q holds token %d; C got %+v, %v; want C's at once",
+			info.Owner, info.Token, r.grant, r.err)
 	}
 }
 
