@@ -24,20 +24,21 @@ type batch struct {
 
 	// The waiters queue (queue.go): the acquires a hand-over in this
 	// batch answered in this process, their results, the rows this batch
-	// queued (registered in the hub once it commits) and the rows it
-	// deleted.
+	// queued (registered in the hub once it commits), the rows it deleted
+	// and the rows of other processes it granted.
 	handed    *[]*op
 	handedRes []result
 	enq       []enqueued
 	drop      []int64
+	rung      []rung
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
 // own failure (held, lost, stale) is its result; an SQL error fails the
 // whole batch, which is rolled back.
 //
-// After each release it hands the name over to the oldest acquire waiting
-// for it in any process (the waiters table, queue.go), in the same
+// A release whose name has waiters hands it over to the oldest acquire
+// waiting for it in any process (the waiters table, queue.go), in the same
 // transaction; one waiting in this process is answered directly: those ops
 // are appended to *handed, even when the batch then fails, and their
 // results come back in handedRes.
@@ -83,26 +84,9 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		if results[i], err = b.apply(o); err != nil {
 			return nil, nil, err
 		}
-		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) && !legacySettle.Load() {
+		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) {
 			// The call is answered by this try: one call, one effect.
 			o.parked.state.CompareAndSwap(opPending, opAbandoned)
-		}
-		if o.kind != opRelease || results[i].err != nil {
-			continue
-		}
-		if !fileQueue() { // the old rule: this process's waiters only
-			if p := s.waiters.next(o.name); p != nil {
-				*handed = append(*handed, p)
-				var r result
-				if r, err = b.apply(p); err != nil {
-					return nil, nil, err
-				}
-				b.handedRes = append(b.handedRes, r)
-			}
-			continue
-		}
-		if _, err := b.serve(o.name); err != nil {
-			return nil, nil, err
 		}
 	}
 	if b.counter != start {
@@ -141,6 +125,8 @@ func (b *batch) apply(o *op) (result, error) {
 		return b.sweep(o)
 	case opWait:
 		return b.poll(o)
+	case opLapse:
+		return b.lapse(o)
 	case opSync:
 		return result{}, nil
 	}
@@ -210,19 +196,17 @@ func (b *batch) acquire(o *op) (result, error) {
 			return b.held(o, r, free)
 		}
 	}
-	if fileQueue() {
-		// Free, perhaps by an expiry nobody acted on: the oldest live
-		// waiter comes first.
-		served, err := b.serve(o.name)
-		if err != nil {
+	// Free, perhaps by an expiry nobody acted on: the oldest live waiter
+	// comes first.
+	served, err := b.serve(o.name)
+	if err != nil {
+		return result{}, err
+	}
+	if served {
+		if r, _, err = b.row(o.name); err != nil {
 			return result{}, err
 		}
-		if served {
-			if r, _, err = b.row(o.name); err != nil {
-				return result{}, err
-			}
-			return b.held(o, r, r.expires+r.lockDelay)
-		}
+		return b.held(o, r, r.expires+r.lockDelay)
 	}
 	if b.counter >= token.Max {
 		return result{err: ErrExhausted}, nil
@@ -290,22 +274,20 @@ func (b *batch) renew(o *op) (result, error) {
 	return result{grant: b.grant(o.name, r)}, nil
 }
 
-// release deletes the row in one statement that also checks it: held by
-// o.holder with o.tok and not expired (the conditions of held). No row
-// deleted means the lease was lost.
-func (b *batch) release(o *op) (result, error) {
-	res, err := b.s.w.dropHeld.ExecContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now))
+// release deletes the row in one statement that also checks it (held by
+// o.holder with o.tok and not expired: the conditions of held) and reports
+// whether anyone waits for the name, so that a release nobody waits for
+// reads nothing more (releaseCounted then hands the name over, queue.go).
+// No row deleted means the lease was lost.
+func (b *batch) release(o *op) (res result, waiting bool, err error) {
+	err = b.s.w.dropHeld.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&waiting)
+	if errors.Is(err, sql.ErrNoRows) {
+		return result{err: lostError("release", o)}, false, nil
+	}
 	if err != nil {
-		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
+		return result{}, false, fmt.Errorf("release lease %q: %w", o.name, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
-	}
-	if n != 1 {
-		return result{err: lostError("release", o)}, nil
-	}
-	return result{}, nil
+	return result{}, waiting, nil
 }
 
 func lostError(verb string, o *op) error {

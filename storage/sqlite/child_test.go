@@ -37,7 +37,6 @@ func runChild(mode string) int {
 	path := os.Getenv("PICKET_TEST_DB")
 	id := os.Getenv("PICKET_TEST_ID")
 	n, _ := strconv.Atoi(os.Getenv("PICKET_TEST_N"))
-	waiterSwitches() // waiters_child_test.go
 	s, err := sqlite.Open(path)
 	if err != nil {
 		fmt.Printf("error open: %v\n", err)

@@ -123,29 +123,15 @@ func handOverViolation(r waitResult, info lease.Info) error {
 // TestHandOverAtDeadline: an Acquire whose wait and context run out in the
 // batch in which a release hands it the name gets the grant or its
 // context's error (outcome unknown), never "held"; and the holder's next
-// Acquire gets the committed grant back.
+// Acquire gets the committed grant back. Its mutant (.ci/safety):
+// testdata/controls/held-at-deadline, the call answers its last try's
+// "held".
 func TestHandOverAtDeadline(t *testing.T) {
 	r, info := handOverAtDeadline(t)
 	if err := handOverViolation(r, info); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the waiter's answer: grant %d, err %v", r.grant.Token, r.err)
-}
-
-// TestHandOverAtDeadlineControl: with the old answer brought back (the
-// waiter answers "held" from its last try), the same check fails.
-func TestHandOverAtDeadlineControl(t *testing.T) {
-	sqlite.SetLegacySettle(true)
-	t.Cleanup(func() { sqlite.SetLegacySettle(false) })
-	r, info := handOverAtDeadline(t)
-	err := handOverViolation(r, info)
-	if err == nil {
-		t.Fatalf("the check passed the old answer (grant %d, err %v)", r.grant.Token, r.err)
-	}
-	if !errors.Is(r.err, lease.ErrHeld) {
-		t.Fatalf("the old answer was %v, want held", r.err)
-	}
-	t.Logf("caught: %v", err)
 }
 
 // oneEffectRun makes the race of the lead's failed "sweeping with
@@ -192,7 +178,9 @@ func oneEffectRun(t *testing.T) (waitResult, error) {
 // TestAcquireOneEffect: a waiting Acquire whose try took effect (the same
 // holder's lease extended) is not handed the name again by a release
 // before it returns: one call, one effect. It returns the extended grant,
-// and the release leaves the name free.
+// and the release leaves the name free. Its mutant (.ci/safety):
+// testdata/controls/two-effects, the writer does not abandon the parked op
+// of a call its try answered.
 func TestAcquireOneEffect(t *testing.T) {
 	r, err := oneEffectRun(t)
 	if r.err != nil || r.grant.Token != 1 {
@@ -201,17 +189,4 @@ func TestAcquireOneEffect(t *testing.T) {
 	if !errors.Is(err, lease.ErrNotFound) {
 		t.Fatalf("Get after the release: %v; want not found (nobody else asked for the name)", err)
 	}
-}
-
-// TestAcquireOneEffectControl: with the old Acquire (a test switch), the
-// call took two effects: the extension a Get saw, then a fresh grant handed
-// over by the release.
-func TestAcquireOneEffectControl(t *testing.T) {
-	sqlite.SetLegacySettle(true)
-	t.Cleanup(func() { sqlite.SetLegacySettle(false) })
-	r, err := oneEffectRun(t)
-	if r.err == nil && r.grant.Token == 1 && errors.Is(err, lease.ErrNotFound) {
-		t.Fatal("the old Acquire took one effect: the control did not reproduce the double effect")
-	}
-	t.Logf("caught: the call answered token %d (%v) after its extension of token 1 was seen; Get after the release: %v", r.grant.Token, r.err, err)
 }

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"os"
 	"slices"
 	"sync"
 )
@@ -9,26 +8,14 @@ import (
 // hub holds the acquires that wait in this process for a held name, oldest
 // first, and, once a batch has queued each in the file (queue.go), by the
 // arrival sequence of its waiters row: a release in this process that hands
-// the name to one of those rows answers the call directly. It also keeps
-// the rows to forget and the file watch (watch.go).
+// the name to one of those rows answers the call directly, and the bell
+// (bell.go) wakes the call whose row another process granted. It also keeps
+// the rows to forget.
 type hub struct {
-	mu     sync.Mutex
-	m      map[string][]*op // parked acquire ops by name, oldest first
-	rows   map[int64]*op    // parked ops by the seq of their waiters row
-	gone   []int64          // rows of calls that stopped waiting, for the next batch to delete
-	idOnce sync.Once
-	id     string // this Store's name in the waiters table
-
-	watching  bool // the watch runs (or could not be set up: watchOff)
-	watchOff  bool
-	watchFile *os.File
-	watchDone chan struct{}
-}
-
-// process returns this Store's name in the waiters table.
-func (h *hub) process() string {
-	h.idOnce.Do(func() { h.id = newProcessID() })
-	return h.id
+	mu   sync.Mutex
+	m    map[string][]*op // parked acquire ops by name, oldest first
+	rows map[int64]*op    // parked ops by the seq of their waiters row
+	gone []int64          // rows of calls that stopped waiting, for the next batch to delete
 }
 
 // park queues o, an acquire op not yet submitted, behind the other waiters
@@ -48,40 +35,23 @@ func (h *hub) unpark(o *op) {
 	defer h.mu.Unlock()
 	q := h.m[o.name]
 	if i := slices.Index(q, o); i >= 0 {
-		h.set(o.name, slices.Delete(q, i, i+1))
+		q = slices.Delete(q, i, i+1)
+		if len(q) == 0 {
+			delete(h.m, o.name)
+		} else {
+			h.m[o.name] = q
+		}
 	}
 	if seq := o.row.Load(); seq != 0 && h.rows[seq] == o {
 		delete(h.rows, seq)
 	}
 }
 
-// next takes the oldest parked op for name that nobody abandoned (its state
-// goes from pending to taken), dropping the abandoned ones before it. It
-// returns nil if there is none. It is the old, in-process hand-over
-// (legacyHandOver).
-func (h *hub) next(name string) *op {
+// parked returns how many calls are parked.
+func (h *hub) parked() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	q := h.m[name]
-	for len(q) > 0 {
-		o := q[0]
-		q[0] = nil
-		q = q[1:]
-		if o.state.CompareAndSwap(opPending, opTaken) {
-			h.set(name, q)
-			return o
-		}
-	}
-	h.set(name, q)
-	return nil
-}
-
-func (h *hub) set(name string, q []*op) {
-	if len(q) == 0 {
-		delete(h.m, name)
-		return
-	}
-	h.m[name] = q
+	return len(h.m)
 }
 
 // bySeq returns the parked op of row seq, or nil.
@@ -139,20 +109,34 @@ func (h *hub) queued() bool {
 	return len(h.rows) > 0
 }
 
-// deliver hands the call of row seq the grant another process wrote there.
-// A row whose call is gone is forgotten.
-func (h *hub) deliver(seq int64, g remoteGrant) {
+// wake tells the call of row seq to look at its row: another process
+// granted it, or its name may be free. A seq it does not know is left
+// alone: its batch may have committed without telling the hub yet, and a
+// call that stopped waiting has its row forgotten already (forgetRow).
+func (h *hub) wake(seq int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.rows[seq]
 	if p == nil {
-		h.gone = append(h.gone, seq)
 		return
 	}
-	if p.remote.CompareAndSwap(nil, &g) {
-		select {
-		case p.wake <- struct{}{}:
-		default:
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeMissing wakes the calls whose rows are not in found: their rows are
+// gone (a lapsed grant), and they queue again.
+func (h *hub) wakeMissing(found map[int64]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for seq, p := range h.rows {
+		if !found[seq] {
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

@@ -1,58 +1,41 @@
 package sqlite
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
 
-// The waiters queue. An Acquire that waits for a held name queues in the
-// file (the waiters table, schema/3.sql), so that the acquires of every
-// process on the file are served in the order they came: the try that finds
-// the name held inserts the call's row in its own batch, and from then on
-// a release, or any batch that finds the name's lease expired, hands the
-// name to the oldest live row in the same transaction (serve). A row of
-// this process is answered directly, as the in-process hand-over always
-// was; a row of another process is marked with the token granted to it,
-// and that process learns of it from a change notification on the -wal
-// file (watch.go), or else from its own next poll. A waiting call keeps its
-// row alive by refreshing its expiry (every poll does); a row past its
-// expiry belongs to a call that is gone (a process killed, frozen, or a
-// call that gave up) and is skipped and deleted, so a dead waiter never
-// holds the name up for longer than that.
+// The waiters queue, the batch's side of a waiting Acquire (wait.go tells
+// the call's side). An Acquire that waits for a held name queues in the
+// file (the waiters table, schema/3.sql and 4.sql), so that the acquires of
+// every process on the file are served in the order they came: the try
+// that finds the name held inserts the call's row in its own batch, and
+// from then on a release, or any batch that finds the name free, hands the
+// name to the oldest live row in the same transaction (serve).
+//
+// A row of this process is answered directly, with the whole TTL. A row of
+// another process gets a pending grant: the lease is written for its
+// holder with a new token but lives only claimWindow, the row is marked
+// with the token, and that process's bell is rung (bell.go). Its call
+// claims the grant in a batch of its own (poll), which gives the lease its
+// TTL from the claim: the store never counts the lease from an instant
+// earlier than the instant the handle counts from (before the call was
+// sent). A grant nobody claims (its process frozen, or killed after the
+// grant) lapses: the granting process serves the name again once it has
+// (lapse), and so does any batch that finds it free.
+//
+// A row whose process is dead is skipped and deleted: its liveness byte
+// (bell.go) is not locked.
 
-// defaultWaiterTTL is how long a waiters row lives without a refresh; the
-// waiting call refreshes it every quarter of that.
-const defaultWaiterTTL = 2 * time.Second
-
-// Tests change these (export_test.go): zero means the default.
-var (
-	waiterTTLOverride    atomic.Int64 // a waiters row's life without a refresh
-	waitFallbackOverride atomic.Int64 // the longest backoff of a queued waiting Acquire
-	legacyDeadWaiters    atomic.Bool  // the control: expired rows are served like live ones
-	noWatch              atomic.Bool  // the control: no change notification, the timer only
-)
-
-func waiterTTL() time.Duration {
-	if d := waiterTTLOverride.Load(); d > 0 {
-		return time.Duration(d)
-	}
-	return defaultWaiterTTL
-}
-
-func waitFallback() time.Duration {
-	if d := waitFallbackOverride.Load(); d > 0 {
-		return time.Duration(d)
-	}
-	return waitMaxSleep
-}
+// claimWindow is how long a grant to a waiter of another process waits to
+// be claimed. The bell wakes the waiter within milliseconds; the fallback
+// check (bellTick) well within the window.
+const claimWindow = 1500 * time.Millisecond
 
 // enqueued is a waiters row a batch inserted for parked op p (replacing
 // row old, if not zero); the hub learns of it once the batch commits.
@@ -61,19 +44,12 @@ type enqueued struct {
 	p        *op
 }
 
-// remoteGrant is what another process wrote into a row of this one.
-type remoteGrant struct {
-	token   token.Token
-	expires time.Duration // the store's clock
-}
-
-// newProcessID names a Store in the waiters table.
-func newProcessID() string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on the platforms Go supports
-	}
-	return hex.EncodeToString(b[:])
+// rung is a row of another process a batch granted: its process is rung
+// once the batch commits, and the name served again if the grant lapses.
+type rung struct {
+	process string
+	seq     int64
+	name    string
 }
 
 // held answers o, which found the name held by r until free: a HeldError.
@@ -84,11 +60,11 @@ func (b *batch) held(o *op, r row, free time.Duration) (result, error) {
 		err:       &lease.HeldError{Name: o.name, Owner: r.owner, Expires: b.render(free)},
 		untilFree: max(free-b.now, 0),
 	}
-	if o.parked == nil || !fileQueue() {
+	if o.parked == nil {
 		return res, nil
 	}
 	x, err := b.s.w.enqueue.ExecContext(b.ctx, o.name, o.holder, o.owner, o.ttl.Milliseconds(),
-		o.lockDelay.Milliseconds(), b.s.waiters.process(), int64(b.now+waiterTTL()))
+		o.lockDelay.Milliseconds(), b.s.bell.id)
 	if err != nil {
 		return result{}, fmt.Errorf("queue for %q: %w", o.name, err)
 	}
@@ -101,71 +77,96 @@ func (b *batch) held(o *op, r row, free time.Duration) (result, error) {
 
 // waiterRow is a row of the waiters table that waits.
 type waiterRow struct {
-	seq                     int64
-	holder, owner, process  string
-	ttlMS, delayMS, expires int64
+	seq                    int64
+	holder, owner, process string
+	ttlMS, delayMS         int64
 }
+
+// serveBatch is how many rows serve reads at a time: enough to pass the
+// dead rows a killed process left, without reading a long queue whole.
+const serveBatch = 16
 
 // serve hands name, which is free, to the oldest live waiter of any
 // process, and reports whether there was one. Rows of this process whose
-// call no longer waits, and rows of other processes past their expiry, are
+// call no longer waits, rows of dead processes and grants that lapsed are
 // deleted on the way.
 func (b *batch) serve(name string) (bool, error) {
 	if ok, err := b.roomForLease(); !ok || err != nil {
 		return false, err
 	}
-	rows, err := b.s.w.waitersOf.QueryContext(b.ctx, name)
+	// The name is free: a row marked with a grant of it was never claimed.
+	if _, err := b.s.w.dropLapsed.ExecContext(b.ctx, name); err != nil {
+		return false, fmt.Errorf("delete lapsed grants of %q: %w", name, err)
+	}
+	for {
+		queue, err := b.waitersOf(name)
+		if err != nil || len(queue) == 0 {
+			return false, err
+		}
+		for _, w := range queue {
+			served, err := b.serveRow(name, w)
+			if served || err != nil {
+				return served, err
+			}
+		}
+	}
+}
+
+// waitersOf reads the oldest serveBatch rows that wait for name.
+func (b *batch) waitersOf(name string) ([]waiterRow, error) {
+	rows, err := b.s.w.waitersOf.QueryContext(b.ctx, name, serveBatch)
 	if err != nil {
-		return false, fmt.Errorf("read waiters of %q: %w", name, err)
+		return nil, fmt.Errorf("read waiters of %q: %w", name, err)
 	}
 	var queue []waiterRow
 	for rows.Next() {
 		var w waiterRow
-		if err := rows.Scan(&w.seq, &w.holder, &w.owner, &w.ttlMS, &w.delayMS, &w.process, &w.expires); err != nil {
+		if err := rows.Scan(&w.seq, &w.holder, &w.owner, &w.ttlMS, &w.delayMS, &w.process); err != nil {
 			rows.Close()
-			return false, fmt.Errorf("read waiters of %q: %w", name, err)
+			return nil, fmt.Errorf("read waiters of %q: %w", name, err)
 		}
 		queue = append(queue, w)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return false, fmt.Errorf("read waiters of %q: %w", name, err)
+		return nil, fmt.Errorf("read waiters of %q: %w", name, err)
 	}
-	me := b.s.waiters.process()
-	for _, w := range queue {
-		if w.process == me {
-			// This process's own: alive exactly when its call still waits.
-			p := b.own(w.seq)
-			if err := b.dropWaiter(w.seq); err != nil {
-				return false, err
-			}
-			if p == nil || !p.state.CompareAndSwap(opPending, opTaken) {
-				continue
-			}
-			r, err := b.grantTo(name, p.holder, p.owner, p.ttl, p.lockDelay)
-			if err != nil {
-				return false, err
-			}
-			*b.handed = append(*b.handed, p)
-			b.handedRes = append(b.handedRes, result{grant: b.grant(name, r)})
-			return true, nil
+	return queue, nil
+}
+
+// serveRow hands name to the call of row w if it still waits (and then
+// reports true), or deletes the row.
+func (b *batch) serveRow(name string, w waiterRow) (bool, error) {
+	if w.process == b.s.bell.id {
+		// This process's own: alive exactly when its call still waits.
+		p := b.own(w.seq)
+		if err := b.dropWaiter(w.seq); err != nil {
+			return false, err
 		}
-		if time.Duration(w.expires) <= b.now && !legacyDeadWaiters.Load() {
-			if err := b.dropWaiter(w.seq); err != nil { // its process is gone or stopped waiting
-				return false, err
-			}
-			continue
+		if p == nil || !p.state.CompareAndSwap(opPending, opTaken) {
+			return false, nil
 		}
-		r, err := b.grantTo(name, w.holder, w.owner, time.Duration(w.ttlMS)*time.Millisecond,
-			time.Duration(w.delayMS)*time.Millisecond)
+		r, err := b.grantTo(name, p.holder, p.owner, p.ttl, p.ttl, p.lockDelay)
 		if err != nil {
 			return false, err
 		}
-		if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), int64(r.expires), w.seq); err != nil {
-			return false, fmt.Errorf("hand %q over: %w", name, err)
-		}
+		*b.handed = append(*b.handed, p)
+		b.handedRes = append(b.handedRes, result{grant: b.grant(name, r)})
 		return true, nil
 	}
-	return false, nil
+	if !b.s.alive(w.process) {
+		return false, b.dropWaiter(w.seq) // its process is gone
+	}
+	// A pending grant: no lock-delay until it is claimed (a waiter that
+	// never held the name has no writes in flight).
+	r, err := b.grantTo(name, w.holder, w.owner, time.Duration(w.ttlMS)*time.Millisecond, claimWindow, 0)
+	if err != nil {
+		return false, err
+	}
+	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), w.seq); err != nil {
+		return false, fmt.Errorf("hand %q over: %w", name, err)
+	}
+	b.rung = append(b.rung, rung{process: w.process, seq: w.seq, name: name})
+	return true, nil
 }
 
 // roomForLease reports whether a hand-over may grant a new lease: the
@@ -206,10 +207,11 @@ func (b *batch) dropWaiter(seq int64) error {
 	return nil
 }
 
-// grantTo grants name, known to be free, with the next token.
-func (b *batch) grantTo(name, holder, owner string, ttl, lockDelay time.Duration) (row, error) {
+// grantTo grants name, known to be free, with the next token, for life
+// (ttl, or a pending grant's claimWindow).
+func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Duration) (row, error) {
 	b.counter++
-	r := row{holder: holder, owner: owner, token: b.counter, ttl: ttl, expires: b.now + ttl, lockDelay: lockDelay}
+	r := row{holder: holder, owner: owner, token: b.counter, ttl: ttl, expires: b.now + life, lockDelay: lockDelay}
 	if _, err := b.s.w.grant.ExecContext(b.ctx, name, r.holder, r.owner, int64(r.token),
 		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
 		return row{}, fmt.Errorf("hand %q over: %w", name, err)
@@ -220,15 +222,17 @@ func (b *batch) grantTo(name, holder, owner string, ttl, lockDelay time.Duration
 	return r, nil
 }
 
-// poll is a queued call's turn (an opWait): the grant written into its row,
-// if any (the row goes); else the row's refresh and an acquire that serves
-// the queue if the name is free (the oldest waiter may be this call, whose
-// parked op is then answered). A row that is gone (its call paused past its
-// expiry) is queued again, at the end. A final poll withdraws the row and
-// tries the acquire once more without queueing.
+// poll is a queued call's turn (an opWait), when its bell rang, the lease
+// it found may have expired, or its wait ran out. A grant in its row is
+// claimed: the lease gets its TTL (and lock-delay) from now, if it has not
+// lapsed. Otherwise the call tries the name again, which serves the queue
+// if the name is free (the oldest waiter may be this call, whose parked op
+// is then answered). A row that is gone (its grant lapsed, or an epoch
+// change deleted it) is queued again, at the end. A final poll withdraws
+// the row and tries the acquire once more without queueing.
 func (b *batch) poll(o *op) (result, error) {
-	var tok, leaseExp int64
-	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok, &leaseExp)
+	var tok int64
+	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok)
 	found := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return result{}, fmt.Errorf("read waiter %d: %w", o.seq, err)
@@ -237,8 +241,10 @@ func (b *batch) poll(o *op) (result, error) {
 		if err := b.dropWaiter(o.seq); err != nil {
 			return result{}, err
 		}
-		r := row{holder: o.holder, owner: o.owner, token: token.Token(tok), ttl: o.ttl, expires: time.Duration(leaseExp)}
-		return result{grant: b.grant(o.name, r)}, nil
+		found = false
+		if res, ok, err := b.claim(o, token.Token(tok)); ok || err != nil {
+			return res, err
+		}
 	}
 	try := &op{kind: opAcquire, name: o.name, holder: o.holder, owner: o.owner, ttl: o.ttl, lockDelay: o.lockDelay}
 	switch {
@@ -251,9 +257,6 @@ func (b *batch) poll(o *op) (result, error) {
 	case !found:
 		try.parked, try.seq = o.parked, o.seq // queue again
 	default:
-		if _, err := b.s.w.refreshWaiter.ExecContext(b.ctx, int64(b.now+waiterTTL()), o.seq); err != nil {
-			return result{}, fmt.Errorf("refresh waiter %d: %w", o.seq, err)
-		}
 		res, err := b.acquireInQuota(try)
 		if err == nil && !errors.Is(res.err, lease.ErrHeld) {
 			// Answered (the holder's own lease extended, or a refusal): a
@@ -266,6 +269,34 @@ func (b *batch) poll(o *op) (result, error) {
 	return b.acquireInQuota(try)
 }
 
+// claim turns the pending grant tok of o's name into o's lease, counted
+// from now, and reports false if it lapsed.
+func (b *batch) claim(o *op, tok token.Token) (result, bool, error) {
+	exp := b.now + o.ttl
+	x, err := b.s.w.claim.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(exp), o.lockDelay.Milliseconds(),
+		o.name, o.holder, int64(tok), int64(b.now))
+	if err != nil {
+		return result{}, false, fmt.Errorf("claim %q: %w", o.name, err)
+	}
+	if n, err := x.RowsAffected(); err != nil || n != 1 {
+		return result{}, false, err
+	}
+	r := row{holder: o.holder, owner: o.owner, token: tok, ttl: o.ttl, expires: exp, lockDelay: o.lockDelay}
+	return result{grant: b.grant(o.name, r)}, true, nil
+}
+
+// lapse is the granting process's second look at a name it granted to a
+// waiter of another process (an opLapse, claimWindow later): if the grant
+// lapsed, the name goes to the next waiter.
+func (b *batch) lapse(o *op) (result, error) {
+	r, found, err := b.row(o.name)
+	if err != nil || (found && b.now < r.expires+r.lockDelay) {
+		return result{}, err
+	}
+	_, err = b.serve(o.name)
+	return result{}, err
+}
+
 // forget deletes the rows of calls that stopped waiting (forgetRow).
 func (b *batch) forget() error {
 	for _, seq := range b.s.waiters.forgotten() {
@@ -276,15 +307,56 @@ func (b *batch) forget() error {
 	return nil
 }
 
-// queueCommitted tells the hub what the committed batch b did to the rows
-// of this process, and starts the file watch once a row exists.
-func (s *Store) queueCommitted(b *batch) {
-	if len(b.enq) == 0 && len(b.drop) == 0 {
-		return
+// sweepWaiters deletes the rows of dead processes.
+func (b *batch) sweepWaiters() error {
+	rows, err := b.s.w.conn.QueryContext(b.ctx, "SELECT DISTINCT process FROM waiters WHERE process <> ?", b.s.bell.id)
+	if err != nil {
+		return fmt.Errorf("read waiting processes: %w", err)
 	}
-	s.waiters.committed(b.enq, b.drop)
-	if len(b.enq) > 0 {
-		s.startWatch()
+	var dead []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return fmt.Errorf("read waiting processes: %w", err)
+		}
+		if !b.s.alive(p) {
+			dead = append(dead, p)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("read waiting processes: %w", err)
+	}
+	for _, p := range dead {
+		if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM waiters WHERE process = ?", p); err != nil {
+			return fmt.Errorf("delete the waiters of a dead process: %w", err)
+		}
+	}
+	return nil
+}
+
+// queueCommitted tells the hub what the committed batch b did to the rows
+// of this process, rings the processes whose rows it granted, and has
+// their names looked at again once their grants may have lapsed.
+func (s *Store) queueCommitted(b *batch) {
+	if len(b.enq) > 0 || len(b.drop) > 0 {
+		s.waiters.committed(b.enq, b.drop)
+	}
+	for _, g := range b.rung {
+		ring(g.process, ringMessage(g.seq))
+		name := g.name
+		time.AfterFunc(claimWindow+time.Millisecond, func() { s.lapseLater(name) })
+	}
+}
+
+// lapseLater queues an opLapse for name; nobody waits for its answer.
+func (s *Store) lapseLater(name string) {
+	o := newOp(opLapse)
+	o.name = name
+	select {
+	case s.ops <- o:
+	case <-s.closing:
+	default: // the queue is full: the waiters' fallback check covers it
 	}
 }
 
@@ -306,9 +378,4 @@ func (s *Store) nudge() {
 	case s.ops <- o:
 	default: // the queue is full: a batch is coming anyway
 	}
-}
-
-// render turns a store-clock deadline into wall-clock time, outside a batch.
-func (s *Store) render(deadline time.Duration) time.Time {
-	return s.clock.Wall().Add(deadline - s.clock.Now()).UTC()
 }

@@ -102,11 +102,15 @@ func (b *batch) acquireInQuota(o *op) (result, error) {
 	return res, err
 }
 
-// releaseCounted is release, keeping the batch's count of live leases.
+// releaseCounted is release, keeping the batch's count of live leases,
+// and then the hand-over to the oldest waiter, if any (queue.go).
 func (b *batch) releaseCounted(o *op) (result, error) {
-	res, err := b.release(o)
+	res, waiting, err := b.release(o)
 	if err == nil && res.err == nil && b.q.liveKnown {
 		b.q.live--
+	}
+	if err == nil && waiting {
+		_, err = b.serve(o.name)
 	}
 	return res, err
 }

@@ -17,7 +17,7 @@ import (
 var schemaFS embed.FS
 
 // schemaVersion is the newest version this program knows.
-const schemaVersion = 3
+const schemaVersion = 4
 
 func migration(v int) (string, error) {
 	b, err := schemaFS.ReadFile("schema/" + strconv.Itoa(v) + ".sql")
@@ -97,13 +97,9 @@ func (s *Store) syncEpoch(ctx context.Context, q querier) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("sqlite: restart leases in a new epoch: %w", err)
 		}
-		// Waiters rows go: their expiries are readings of the old clock, and
-		// after a reboot their processes are gone. A live waiter (in another
-		// time namespace) finds its row missing at its next poll and queues
-		// again.
-		if _, err := q.ExecContext(ctx, "DELETE FROM waiters"); err != nil {
-			return "", fmt.Errorf("sqlite: restart waiters in a new epoch: %w", err)
-		}
+		// Waiters rows stay: they hold no clock readings, and a row whose
+		// process is gone (after a reboot, all of them) is known by its
+		// liveness byte (bell.go).
 		if _, err := q.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'epoch'", epoch); err != nil {
 			return "", fmt.Errorf("sqlite: store epoch: %w", err)
 		}

@@ -16,12 +16,6 @@ func (w *writer) hook(point string) {
 	}
 }
 
-// legacySettle, set only by tests (the control of the hand-over test),
-// brings back the old answer of an Acquire whose wait ran out while a
-// release was handing it the name: "held", although the grant may be
-// committed.
-var legacySettle atomic.Bool
-
 // legacyLockDelay, set only by tests (the control of the two-opener
 // lock-delay test), brings back the old rule: the lock-delay is the
 // checking opener's WithLockDelay, and nothing is kept with the lease.
@@ -31,15 +25,6 @@ var legacyLockDelay atomic.Bool
 // brings back the old rule: a batch compares the clock's epoch with the one
 // cached when the store last wrote, not with the file's.
 var legacyEpochCache atomic.Bool
-
-// legacyHandOver, set only by tests (the control of the cross-process
-// waiter tests), brings back the old queue: waiters parked in this process
-// only, handed the name by this process's releases, nothing in the file.
-var legacyHandOver atomic.Bool
-
-// fileQueue reports whether waiting acquires queue in the file (the rule)
-// rather than in this process only (the old rule, brought back by tests).
-func fileQueue() bool { return !legacyHandOver.Load() && !legacySettle.Load() }
 
 // writer is the writer goroutine's connection and its prepared statements:
 // a grant on a free name and a release are one statement each (a SELECT
@@ -60,15 +45,15 @@ type writer struct {
 	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
 	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
-	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
+	dropHeld                *sql.Stmt // delete a live lease row held by holder with token; → whether the name has waiters
 	sweep                   *sql.Stmt // delete rows in a range of names expired before a time (sweep.go)
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
 
 	// The waiters queue (queue.go).
 	waitersOf, waiterRow, enqueue *sql.Stmt
-	dropWaiter, refreshWaiter     *sql.Stmt
-	markWaiter, sweepWaiters      *sql.Stmt
+	dropWaiter, markWaiter        *sql.Stmt
+	dropLapsed, claim             *sql.Stmt
 }
 
 func (w *writer) prepare(ctx context.Context) error {
@@ -97,21 +82,25 @@ func (w *writer) prepare(ctx context.Context) error {
 			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= ?6`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
-		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
+		// A release learns in the same statement whether anyone waits for
+		// the name: no waiter, no query to find one.
+		{&w.dropHeld, `DELETE FROM leases WHERE name = ?1 AND holder = ?2 AND token = ?3 AND expires_at > ?4
+			RETURNING EXISTS (SELECT 1 FROM waiters WHERE name = ?1 AND token = 0)`},
 		{&w.sweep, "DELETE FROM leases WHERE name > ? AND name <= ? AND expires_at + lock_delay_ms * 1000000 <= ?"},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
 		{&w.kvToken, "SELECT token FROM kv WHERE key = ?"},
-		{&w.waitersOf, `SELECT seq, holder, owner, ttl_ms, lock_delay_ms, process, expires_at
-			FROM waiters WHERE name = ? AND token = 0 ORDER BY seq`},
-		{&w.waiterRow, "SELECT token, lease_expires FROM waiters WHERE seq = ?"},
-		{&w.enqueue, `INSERT INTO waiters (name, holder, owner, ttl_ms, lock_delay_ms, process, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&w.waitersOf, `SELECT seq, holder, owner, ttl_ms, lock_delay_ms, process
+			FROM waiters WHERE name = ? AND token = 0 ORDER BY seq LIMIT ?`},
+		{&w.waiterRow, "SELECT token FROM waiters WHERE seq = ?"},
+		{&w.enqueue, `INSERT INTO waiters (name, holder, owner, ttl_ms, lock_delay_ms, process)
+			VALUES (?, ?, ?, ?, ?, ?)`},
 		{&w.dropWaiter, "DELETE FROM waiters WHERE seq = ?"},
-		{&w.refreshWaiter, "UPDATE waiters SET expires_at = ? WHERE seq = ? AND token = 0"},
-		{&w.markWaiter, "UPDATE waiters SET token = ?, lease_expires = ? WHERE seq = ?"},
-		{&w.sweepWaiters, "DELETE FROM waiters WHERE expires_at <= ? AND process <> ?"},
+		{&w.markWaiter, "UPDATE waiters SET token = ? WHERE seq = ?"},
+		{&w.dropLapsed, "DELETE FROM waiters WHERE name = ? AND token > 0"},
+		{&w.claim, `UPDATE leases SET ttl_ms = ?1, expires_at = ?2, lock_delay_ms = ?3
+			WHERE name = ?4 AND holder = ?5 AND token = ?6 AND expires_at > ?7`},
 	} {
 		st, err := w.conn.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -126,7 +115,7 @@ func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
 		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
-		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.refreshWaiter, w.markWaiter, w.sweepWaiters} {
+		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.dropLapsed, w.claim} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

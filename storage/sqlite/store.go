@@ -43,7 +43,8 @@ type Store struct {
 
 	failure atomic.Pointer[FailedError]  // set once, when the store fails closed
 	lastErr atomic.Pointer[writeFailure] // the last batch's failure; nil after a write commits (health.go)
-	waiters hub
+	waiters hub                          // the acquires waiting in this Store (hub.go)
+	bell    bell                         // its id in the file, liveness byte and bell (bell.go)
 
 	real      string      // the path SQLite opens: symbolic links resolved
 	walBefore string      // the mark of the -wal found at open (files.go)
@@ -100,6 +101,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		ops:         make(chan *op, cfg.maxBatch),
 		closing:     make(chan struct{}),
 		done:        make(chan struct{}),
+		bell:        bell{id: newProcessID()},
 	}
 	if err := s.open(context.Background(), cfg.readConns); err != nil {
 		s.closeDBs()

@@ -42,9 +42,8 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 }
 
 // sweep deletes the expired rows among the next sweepChunk names after
-// o.name; the first chunk also deletes the waiters rows of other processes
-// that stopped refreshing them (this process's own rows are its calls',
-// alive or forgotten).
+// o.name; the first chunk also deletes the waiters rows of processes that died
+// (this process's own rows are its calls', alive or forgotten).
 func (b *batch) sweep(o *op) (result, error) {
 	var last sql.NullString
 	var n int
@@ -69,8 +68,8 @@ func (b *batch) sweep(o *op) (result, error) {
 		}
 	}
 	if o.name == "" {
-		if _, err := b.s.w.sweepWaiters.ExecContext(b.ctx, int64(b.now), b.s.waiters.process()); err != nil {
-			return result{}, fmt.Errorf("sweep waiters: %w", err)
+		if err := b.sweepWaiters(); err != nil {
+			return result{}, err
 		}
 	}
 	return res, nil

@@ -29,7 +29,7 @@ func BenchmarkHandOverTwoProcesses(b *testing.B) {
 	var mine []grantRecord
 	loopCtx, stop := context.WithCancel(ctx)
 	b.ResetTimer()
-	err := hotLoop(loopCtx, s, "parent", 2, time.Hour, func(r grantRecord) {
+	err := hotLoop(loopCtx, s, "parent", 2, 0, time.Hour, func(r grantRecord) {
 		mu.Lock()
 		defer mu.Unlock()
 		if mine = append(mine, r); len(mine) == b.N {

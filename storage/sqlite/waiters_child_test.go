@@ -17,21 +17,9 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// The children of the cross-process waiter tests. Switches come in the
-// environment: PICKET_TEST_LEGACY_HANDOVER=1 (the old in-process queue),
-// PICKET_TEST_NO_WATCH=1 (no change notification), PICKET_TEST_FALLBACK
-// and PICKET_TEST_WAITER_TTL (durations), PICKET_TEST_WORKERS (goroutines
-// of a "hot" child), PICKET_TEST_WAIT (a "wait-once" child's Wait).
-func waiterSwitches() {
-	sqlite.SetLegacyHandOver(os.Getenv("PICKET_TEST_LEGACY_HANDOVER") == "1")
-	sqlite.SetNoWatch(os.Getenv("PICKET_TEST_NO_WATCH") == "1")
-	if d, err := time.ParseDuration(os.Getenv("PICKET_TEST_FALLBACK")); err == nil {
-		sqlite.SetWaitFallback(d)
-	}
-	if d, err := time.ParseDuration(os.Getenv("PICKET_TEST_WAITER_TTL")); err == nil {
-		sqlite.SetWaiterTTL(d)
-	}
-}
+// The children of the cross-process waiter tests. PICKET_TEST_WORKERS is
+// the number of goroutines of a "hot" child, PICKET_TEST_HOLD how long each
+// grant is held (a duration), PICKET_TEST_WAIT a "wait-once" child's Wait.
 
 // monoNow reads CLOCK_MONOTONIC, which every process on the host shares,
 // in nanoseconds.
@@ -57,9 +45,10 @@ func (r grantRecord) String() string {
 }
 
 // hotLoop acquires and releases the name "hot" from workers goroutines
-// until d has passed (or ctx ends), each waiting up to 2 s per try, and
-// calls out with every grant once it is released.
-func hotLoop(ctx context.Context, s *sqlite.Store, id string, workers int, d time.Duration, out func(grantRecord)) error {
+// until d has passed (or ctx ends), each waiting up to 2 s per try and
+// holding each grant for hold, and calls out with every grant once it is
+// released.
+func hotLoop(ctx context.Context, s *sqlite.Store, id string, workers int, hold, d time.Duration, out func(grantRecord)) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -80,6 +69,9 @@ func hotLoop(ctx context.Context, s *sqlite.Store, id string, workers int, d tim
 					return
 				}
 				r := grantRecord{tok: g.Token, granted: monoNow(), proc: id}
+				if hold > 0 {
+					time.Sleep(hold)
+				}
 				r.freed = monoNow()
 				if err := s.Release(context.Background(), "hot", holder, g.Token); err != nil {
 					errs <- fmt.Errorf("release %d: %w", g.Token, err)
@@ -98,8 +90,9 @@ func waiterChild(ctx context.Context, s *sqlite.Store, mode, id string, n int) e
 	switch mode {
 	case "hot": // n: milliseconds to run
 		workers, _ := strconv.Atoi(os.Getenv("PICKET_TEST_WORKERS"))
+		hold, _ := time.ParseDuration(os.Getenv("PICKET_TEST_HOLD"))
 		var mu sync.Mutex
-		return hotLoop(ctx, s, id, max(workers, 1), time.Duration(n)*time.Millisecond, func(r grantRecord) {
+		return hotLoop(ctx, s, id, max(workers, 1), hold, time.Duration(n)*time.Millisecond, func(r grantRecord) {
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Println(r)

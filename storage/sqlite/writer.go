@@ -24,7 +24,8 @@ const (
 	opSweep
 	opSync   // nothing but the epoch check every batch makes
 	opDelete // a fenced key's value (kv.go)
-	opWait   // a queued acquire's turn: its row's grant, refresh and hand-over (queue.go)
+	opWait   // a queued acquire's turn: its row's grant claimed, or the name tried again (queue.go)
+	opLapse  // a look at a name granted to another process's waiter, once the grant may have lapsed
 )
 
 // The states of an op: a caller whose context ends while its op is pending
@@ -59,12 +60,11 @@ type op struct {
 	seq   int64
 	final bool
 
-	// For a parked op (queue.go): row is the seq of its waiters row once a
-	// batch committed it (0 before); wake and remote carry a grant another
-	// process wrote into that row, found by the file watch.
-	row    atomic.Int64
-	wake   chan struct{}
-	remote atomic.Pointer[remoteGrant]
+	// For a parked op (wait.go): row is the seq of its waiters row once a
+	// batch committed it (0 before); wake says that the row may have been
+	// granted by another process or its name freed (the bell, bell.go).
+	row  atomic.Int64
+	wake chan struct{}
 
 	state atomic.Int32
 	done  chan struct{} // closed when res is set
@@ -130,7 +130,7 @@ func (s *Store) submit(ctx context.Context, o *op) result {
 // to maxBatch, and commits them as one batch.
 func (s *Store) writeLoop() {
 	defer close(s.done)
-	defer s.stopWatch() // queue.go: before the read pool it uses closes
+	defer s.unarm() // bell.go: before the read pool and the file's descriptor close
 	batch := make([]*op, 0, s.maxBatch)
 	last := 0             // the size of the previous batch
 	wal := newWALKeeper() // wal.go

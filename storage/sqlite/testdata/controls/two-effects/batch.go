@@ -1,0 +1,323 @@
+package sqlite
+
+// MUTANT two-effects (.ci/mutants): a waiting call whose try took effect (the
+// holder's own lease extended) is queued all the same and stays parked, so a
+// release hands it the name a second time.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// batch is the state of one write transaction: the store's clock read once
+// after BEGIN IMMEDIATE (so after every commit that preceded it, in any
+// process), and the token counter, read once and written once.
+type batch struct {
+	s       *Store
+	ctx     context.Context
+	now     time.Duration
+	wall    time.Time
+	counter token.Token
+	q       batchQuota // quota.go
+
+	// The waiters queue (queue.go): the acquires a hand-over in this
+	// batch answered in this process, their results, the rows this batch
+	// queued (registered in the hub once it commits), the rows it deleted
+	// and the rows of other processes it granted.
+	handed    *[]*op
+	handedRes []result
+	enq       []enqueued
+	drop      []int64
+	rung      []rung
+}
+
+// execBatch runs ops in one immediate transaction and commits it. An op's
+// own failure (held, lost, stale) is its result; an SQL error fails the
+// whole batch, which is rolled back.
+//
+// A release whose name has waiters hands it over to the oldest acquire
+// waiting for it in any process (the waiters table, queue.go), in the same
+// transaction; one waiting in this process is answered directly: those ops
+// are appended to *handed, even when the batch then fails, and their
+// results come back in handedRes.
+func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
+	ctx := context.Background()
+	w := s.w
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		return nil, nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.rollback()
+		}
+	}()
+	// The file's epoch, read in this transaction: another opener (after a
+	// reboot, or in another time namespace) may have moved it since this
+	// store last wrote, and deadlines from another epoch mean nothing here.
+	var stored string
+	if legacyEpochCache.Load() {
+		stored = *s.epoch.Load() // the old rule: the epoch cached at open
+	} else if err := w.epoch.QueryRowContext(ctx).Scan(&stored); err != nil {
+		return nil, nil, fmt.Errorf("read epoch: %w", err)
+	}
+	epoch := s.clock.Epoch()
+	if stored != epoch {
+		if epoch, err = s.syncEpoch(ctx, w.conn); err != nil {
+			return nil, nil, err
+		}
+	}
+	b := batch{s: s, ctx: ctx, now: s.clock.Now(), wall: s.clock.Wall()}
+	var c int64
+	if err := w.counter.QueryRowContext(ctx).Scan(&c); err != nil {
+		return nil, nil, fmt.Errorf("read token counter: %w", err)
+	}
+	b.counter = token.Token(c)
+	b.handed = handed
+	start := b.counter
+	if err := b.forget(); err != nil {
+		return nil, nil, err
+	}
+	results = make([]result, len(ops))
+	for i, o := range ops {
+		if results[i], err = b.apply(o); err != nil {
+			return nil, nil, err
+		}
+		// The old rule: a try that took effect leaves its parked op for a
+		// release to hand the name to again.
+	}
+	if b.counter != start {
+		if _, err := w.setCounter.ExecContext(ctx, int64(b.counter)); err != nil {
+			return nil, nil, fmt.Errorf("write token counter: %w", err)
+		}
+	}
+	w.hook("before-commit")
+	if _, err := w.commit.ExecContext(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
+	}
+	w.hook("after-commit")
+	s.epoch.Store(&epoch)
+	s.kvCommitted(&b.q)
+	s.queueCommitted(&b)
+	return results, b.handedRes, nil
+}
+
+// errCommit marks the error of a batch whose COMMIT failed: unlike an
+// error before it, its outcome is in doubt.
+var errCommit = errors.New("commit")
+
+func (b *batch) apply(o *op) (result, error) {
+	switch o.kind {
+	case opAcquire:
+		return b.acquireInQuota(o)
+	case opRenew:
+		return b.renew(o)
+	case opRelease:
+		return b.releaseCounted(o)
+	case opPut:
+		return b.put(o)
+	case opDelete:
+		return b.kvDelete(o)
+	case opSweep:
+		return b.sweep()
+	case opWait:
+		return b.poll(o)
+	case opLapse:
+		return b.lapse(o)
+	case opSync:
+		return result{}, nil
+	}
+	return result{}, fmt.Errorf("unknown op kind %d", o.kind)
+}
+
+// row is a lease row as the writer reads it.
+type row struct {
+	holder, owner string
+	token         token.Token
+	ttl           time.Duration
+	expires       time.Duration
+	lockDelay     time.Duration // after expires, the name stays unavailable this long
+}
+
+func (b *batch) row(name string) (row, bool, error) {
+	var r row
+	var tok, ttlMS, exp, delayMS int64
+	err := b.s.w.lease.QueryRowContext(b.ctx, name).Scan(&r.holder, &r.owner, &tok, &ttlMS, &exp, &delayMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, false, nil
+	}
+	if err != nil {
+		return row{}, false, fmt.Errorf("read lease %q: %w", name, err)
+	}
+	r.token, r.ttl, r.expires = token.Token(tok), time.Duration(ttlMS)*time.Millisecond, time.Duration(exp)
+	r.lockDelay = time.Duration(delayMS) * time.Millisecond
+	return r, true, nil
+}
+
+// render turns a store-clock deadline into wall-clock time for people.
+func (b *batch) render(deadline time.Duration) time.Time {
+	return b.wall.Add(deadline - b.now).UTC()
+}
+
+func (b *batch) grant(name string, r row) lease.Grant {
+	return lease.Grant{Name: name, Holder: r.holder, Owner: r.owner, Token: r.token, TTL: r.ttl, Expires: b.render(r.expires)}
+}
+
+func (b *batch) acquire(o *op) (result, error) {
+	legacy := legacyLockDelay.Load()
+	if legacy {
+		o.lockDelay = 0 // the old files kept no lock-delay with the lease
+	} else if granted, res, err := b.grantFree(o); granted || err != nil {
+		return res, err
+	}
+	r, found, err := b.row(o.name)
+	if err != nil {
+		return result{}, err
+	}
+	if found && b.now < r.expires && r.holder == o.holder {
+		// The holder asks again (a retry after a lost answer): the same
+		// grant, extended.
+		r.ttl, r.expires, r.lockDelay = o.ttl, b.now+o.ttl, o.lockDelay
+		if _, err := b.s.w.extendDelay.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(r.expires),
+			r.lockDelay.Milliseconds(), o.name); err != nil {
+			return result{}, fmt.Errorf("extend lease %q: %w", o.name, err)
+		}
+		if o.parked != nil { // and the call queued all the same
+			if _, err := b.held(o, r, r.expires); err != nil {
+				return result{}, err
+			}
+		}
+		return result{grant: b.grant(o.name, r)}, nil
+	}
+	if found {
+		delay := r.lockDelay
+		if legacy {
+			delay = b.s.lockDelay // the old rule: this opener's own option
+		}
+		if free := r.expires + delay; b.now < free {
+			return b.held(o, r, free)
+		}
+	}
+	// Free, perhaps by an expiry nobody acted on: the oldest live waiter
+	// comes first.
+	served, err := b.serve(o.name)
+	if err != nil {
+		return result{}, err
+	}
+	if served {
+		if r, _, err = b.row(o.name); err != nil {
+			return result{}, err
+		}
+		return b.held(o, r, r.expires+r.lockDelay)
+	}
+	if b.counter >= token.Max {
+		return result{err: ErrExhausted}, nil
+	}
+	b.counter++
+	r = row{holder: o.holder, owner: o.owner, token: b.counter, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
+	if _, err := b.s.w.grant.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
+		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	return result{grant: b.grant(o.name, r)}, nil
+}
+
+// grantFree is acquire's common case in one statement: if the name is free
+// (no row, or an expired one whose lock-delay has passed), it takes the next
+// token and grants it. It reports false, and writes nothing, when the name
+// has a live or lock-delayed row (the holder's own, or another's) or the
+// token space is spent: acquire then reads the row and decides.
+func (b *batch) grantFree(o *op) (bool, result, error) {
+	if b.counter >= token.Max {
+		return false, result{}, nil
+	}
+	r := row{holder: o.holder, owner: o.owner, token: b.counter + 1, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
+	res, err := b.s.w.grantFree.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds())
+	if err != nil {
+		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	if n != 1 {
+		return false, result{}, nil
+	}
+	b.counter = r.token
+	return true, result{grant: b.grant(o.name, r)}, nil
+}
+
+// holds returns the row of the live lease on o.name held by o.holder with
+// o.tok, or a result carrying ErrLost.
+func (b *batch) holds(o *op, verb string) (row, *result, error) {
+	r, found, err := b.row(o.name)
+	if err != nil {
+		return row{}, nil, err
+	}
+	if !found || r.holder != o.holder || r.token != o.tok || b.now >= r.expires {
+		return row{}, &result{err: lostError(verb, o)}, nil
+	}
+	return r, nil, nil
+}
+
+func (b *batch) renew(o *op) (result, error) {
+	r, lost, err := b.holds(o, "renew")
+	if lost != nil || err != nil {
+		return deref(lost), err
+	}
+	if o.ttl != 0 {
+		r.ttl = o.ttl
+	}
+	r.expires = b.now + r.ttl
+	if _, err := b.s.w.extend.ExecContext(b.ctx, r.ttl.Milliseconds(), int64(r.expires), o.name); err != nil {
+		return result{}, fmt.Errorf("renew lease %q: %w", o.name, err)
+	}
+	return result{grant: b.grant(o.name, r)}, nil
+}
+
+// release deletes the row in one statement that also checks it (held by
+// o.holder with o.tok and not expired: the conditions of held) and reports
+// whether anyone waits for the name, so that a release nobody waits for
+// reads nothing more (releaseCounted then hands the name over, queue.go).
+// No row deleted means the lease was lost.
+func (b *batch) release(o *op) (res result, waiting bool, err error) {
+	err = b.s.w.dropHeld.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&waiting)
+	if errors.Is(err, sql.ErrNoRows) {
+		return result{err: lostError("release", o)}, false, nil
+	}
+	if err != nil {
+		return result{}, false, fmt.Errorf("release lease %q: %w", o.name, err)
+	}
+	return result{}, waiting, nil
+}
+
+func lostError(verb string, o *op) error {
+	return fmt.Errorf("sqlite: %s %q with token %d: %w", verb, o.name, o.tok, lease.ErrLost)
+}
+
+func deref(r *result) result {
+	if r == nil {
+		return result{}
+	}
+	return *r
+}
+
+func (b *batch) sweep() (result, error) {
+	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now))
+	if err != nil {
+		return result{}, fmt.Errorf("sweep: %w", err)
+	}
+	// Waiters of processes that died (this process's own rows are its
+	// calls', alive or forgotten).
+	if err := b.sweepWaiters(); err != nil {
+		return result{}, err
+	}
+	n, err := res.RowsAffected()
+	return result{n: int(n)}, err
+}
