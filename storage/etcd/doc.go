@@ -12,6 +12,10 @@
 //	picket/queue/NAME\x00ID   a waiter's place in the queue of NAME
 //	picket/kv/KEY             a fenced value: its highest token, then the value
 //
+// A prefix must not contain "/": then no deployment's keys (prefix + "/" +
+// ...) can be another's, as "x"'s fenced key "leases/a" was "x/kv"'s lease
+// key "a".
+//
 // # A lease
 //
 // A grant is an etcd lease of the TTL, rounded up to whole seconds (etcd
