@@ -23,6 +23,7 @@ type Store struct {
 
 	pool  leasePool
 	lives lifetimes
+	floor floorCache // floor.go
 
 	boot lease.Clock // bootNow's clock (pool.go)
 	test testKnobs   // zero outside tests
