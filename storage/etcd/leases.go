@@ -33,6 +33,9 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if req.LockDelay == 0 {
 		req.LockDelay = s.cfg.lockDelay
 	}
+	if err := s.leaseQuota(ctx, req.Name); err != nil { // quota.go
+		return lease.Grant{}, err
+	}
 	g, b, err := s.tryAcquire(ctx, req, nil)
 	if err != nil || b == nil {
 		return g, err

@@ -38,6 +38,7 @@ type config struct {
 	password       string
 	tls            *tls.Config
 	tlsFiles       *tlsFiles
+	quota          Quota // quota.go
 }
 
 type tlsFiles struct{ ca, cert, key string }
@@ -109,6 +110,9 @@ func (c *config) validate() error {
 	}
 	if c.lockDelay < 0 || c.lockDelay > lease.MaxLockDelay || c.lockDelay%time.Millisecond != 0 {
 		return invalidf("lock delay %v is not a whole number of milliseconds in [0, %v]", c.lockDelay, lease.MaxLockDelay)
+	}
+	if err := c.quota.validate(); err != nil {
+		return err
 	}
 	if c.dialTimeout <= 0 || c.requestTimeout <= 0 {
 		return invalidf("timeouts must be positive")
