@@ -10,8 +10,10 @@ import (
 )
 
 // StoreStats is what a store says about its leases at a scrape: how many
-// are live, and how long ago the oldest of them was granted; for a SQLite
-// store, the size of its -wal (WAL >= 0; -1 for a store without one).
+// are live, and how long ago the oldest of them was granted (negative: the
+// store does not know, as etcd's; picket_lease_oldest_age_seconds is then
+// not exported); for a SQLite store, the size of its -wal (WAL >= 0; -1 for
+// a store without one).
 type StoreStats struct {
 	Live   int64
 	Oldest time.Duration
@@ -63,7 +65,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, float64(st.Live))
-	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.Oldest.Seconds())
+	if st.Oldest >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.Oldest.Seconds())
+	}
 	if st.WAL >= 0 {
 		ch <- prometheus.MustNewConstMetric(c.wal, prometheus.GaugeValue, float64(st.WAL))
 	}

@@ -11,6 +11,11 @@
 //	picket/delay/NAME         the lock-delay key of a lease that has one
 //	picket/queue/NAME\x00ID   a waiter's place in the queue of NAME
 //	picket/kv/KEY             a fenced value: its highest token, then the value
+//	picket/floor              the token floor: the offset added to revisions (floor.go)
+//
+// A prefix must not contain "/": then no deployment's keys (prefix + "/" +
+// ...) can be another's, as "x"'s fenced key "leases/a" was "x/kv"'s lease
+// key "a".
 //
 // # A lease
 //
@@ -20,8 +25,9 @@
 // etcd lease is a second longer than Grant.TTL, see "The lease pool"), and one
 // transaction that creates the lease key on it only if the name is free: no
 // lease key, no lock-delay key, nobody queued. The token is the key's create
-// revision, the revision of that transaction: greater than every revision
-// before it, for any key, so greater than every token handed out.
+// revision, the revision of that transaction, plus the token floor's offset
+// (zero until RaiseFloor, after a restore: see floor.go): greater than every
+// revision before it, for any key, so greater than every token handed out.
 //
 // Renew keeps the etcd lease alive, then rewrites the key in a transaction
 // that compares its create revision with the token and its etcd lease with

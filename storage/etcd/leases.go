@@ -33,6 +33,9 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if req.LockDelay == 0 {
 		req.LockDelay = s.cfg.lockDelay
 	}
+	if err := s.leaseQuota(ctx, req.Name); err != nil { // quota.go
+		return lease.Grant{}, err
+	}
 	g, b, err := s.tryAcquire(ctx, req, nil)
 	if err != nil || b == nil {
 		return g, err
@@ -112,11 +115,14 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 // new one.
 func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *place, pooled bool) (lease.Grant, *blocker, error) {
 	name := req.Name
+	f, err := s.floorNow(ctx) // floor.go: the offset of the token
+	if err != nil {
+		return lease.Grant{}, nil, err
+	}
 	sent := time.Now()
 	bootSent := s.bootNow() // pool.go: the etcd lease must outlive it by the TTL reported
 	ttl := seconds(req.TTL)
 	var l etcdLease
-	var err error
 	if pooled {
 		l, err = s.takeLease(ctx, "acquire", name, ttl, bootSent)
 	} else {
@@ -142,11 +148,13 @@ func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *plac
 		TTL:       granted * 1000,
 		LockDelay: req.LockDelay.Milliseconds(),
 		Expires:   expiresAt(sent, granted),
+		Offset:    f.Offset,
 	}
 	k, dk, qp := s.keys.lease(name), s.keys.delay(name), s.keys.queue(name)
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(dk), "=", 0),
+		s.floorUnchanged(f),
 	}
 	then := []clientv3.Op{}
 	queueGet := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithLimit(1)}
@@ -168,7 +176,7 @@ func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *plac
 
 	rctx, cancel := s.rpc(ctx)
 	resp, err := s.client.Txn(rctx).If(cmps...).Then(then...).
-		Else(clientv3.OpGet(k), clientv3.OpGet(dk), clientv3.OpGet(qp, queueGet...)).Commit()
+		Else(clientv3.OpGet(k), clientv3.OpGet(dk), clientv3.OpGet(qp, queueGet...), clientv3.OpGet(s.keys.floor())).Commit()
 	cancel()
 	if err != nil {
 		if isLeaseNotFound(err) {
@@ -185,7 +193,7 @@ func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *plac
 		return lease.Grant{}, nil, failed(ctx, "acquire", name, true, err)
 	}
 	if resp.Succeeded {
-		tok := token.Token(resp.Header.Revision)
+		tok := tokenOf(resp.Header.Revision, f.Offset)
 		if tok > token.Max {
 			s.revokeLater(l.ID, d.ID) // deletes the key just made
 			return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
@@ -200,6 +208,7 @@ func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *plac
 	}
 	s.giveLease(ttl, l) // nothing was attached to it
 	s.revokeLater(d.ID)
+	s.floorFrom(resp) // a raised floor fails the comparison: the next attempt uses it
 	rev := resp.Header.Revision
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		info, r, h, err := leaseInfo(name, kvs[0])
@@ -283,7 +292,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		if err != nil {
 			return lease.Grant{}, failed(ctx, "renew", name, false, err)
 		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != int64(tok) {
+		if len(resp.Kvs) == 0 || keyToken(resp.Kvs[0]) != tok {
 			return lease.Grant{}, lost("renew", name)
 		}
 		h, r, err := decodeLease(resp.Kvs[0].Value)
@@ -387,7 +396,7 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 		s.revokeLater(oldDelay)
 	}
 	return lease.Grant{
-		Name: name, Holder: holder, Owner: r.Owner, Token: token.Token(kv.CreateRevision),
+		Name: name, Holder: holder, Owner: r.Owner, Token: tokenOf(kv.CreateRevision, r.Offset),
 		TTL:     time.Duration(granted) * time.Second,
 		Expires: time.Unix(0, r.Expires).UTC(),
 	}, nil
@@ -413,18 +422,32 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	}
 	k := s.keys.lease(name)
 	h := holderHash(holder)
-	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Txn(rctx).If(
-		clientv3.Compare(clientv3.CreateRevision(k), "=", int64(tok)),
-		clientv3.Compare(clientv3.Value(k), ">", h),
-		clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
-	).Then(clientv3.OpGet(k), clientv3.OpDelete(k), clientv3.OpDelete(s.keys.delay(name))).Commit()
-	cancel()
+	rev, err := s.revisionOf(ctx, tok) // floor.go
 	if err != nil {
-		return failed(ctx, "release", name, true, err)
+		return err
 	}
-	if !resp.Succeeded {
-		return lost("release", name)
+	var resp *clientv3.TxnResponse
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := s.rpc(ctx)
+		resp, err = s.client.Txn(rctx).If(
+			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
+			clientv3.Compare(clientv3.Value(k), ">", h),
+			clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
+		).Then(clientv3.OpGet(k), clientv3.OpDelete(k), clientv3.OpDelete(s.keys.delay(name))).Else(clientv3.OpGet(k)).Commit()
+		cancel()
+		if err != nil {
+			return failed(ctx, "release", name, true, err)
+		}
+		if resp.Succeeded {
+			break
+		}
+		// A lease granted under another floor offset than the one this
+		// store knows (floor.go) has another create revision: its own.
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if attempt > 0 || len(kvs) == 0 || keyToken(kvs[0]) != tok || kvs[0].CreateRevision == rev {
+			return lost("release", name)
+		}
+		rev = kvs[0].CreateRevision
 	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 		// The transaction deleted the key: its etcd lease has nothing

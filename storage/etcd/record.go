@@ -22,6 +22,7 @@ type record struct {
 	LockDelay  int64  `json:"d,omitempty"`  // milliseconds
 	Expires    int64  `json:"x"`            // wall-clock rendering, Unix nanoseconds
 	DelayLease int64  `json:"dl,omitempty"` // the etcd lease of the lock-delay key, if any
+	Offset     int64  `json:"f,omitempty"`  // the token floor's offset at the grant (floor.go): token = create revision + Offset
 }
 
 // delayRecord is what the lock-delay key holds.
@@ -89,10 +90,20 @@ func leaseInfo(name string, kv *mvccpb.KeyValue) (lease.Info, record, string, er
 	return lease.Info{
 		Name:    name,
 		Owner:   r.Owner,
-		Token:   token.Token(kv.CreateRevision),
+		Token:   tokenOf(kv.CreateRevision, r.Offset),
 		TTL:     time.Duration(r.TTL) * time.Millisecond,
 		Expires: time.Unix(0, r.Expires).UTC(),
 	}, r, h, nil
+}
+
+// keyToken returns the token of the lease key kv (0 for a value picket did
+// not write).
+func keyToken(kv *mvccpb.KeyValue) token.Token {
+	_, r, err := decodeLease(kv.Value)
+	if err != nil {
+		return 0
+	}
+	return tokenOf(kv.CreateRevision, r.Offset)
 }
 
 // seconds rounds d up to whole seconds, at least one: etcd leases count

@@ -23,6 +23,7 @@ type Store struct {
 
 	pool  leasePool
 	lives lifetimes
+	floor floorCache // floor.go
 
 	boot lease.Clock // bootNow's clock (pool.go)
 	test testKnobs   // zero outside tests
@@ -184,3 +185,4 @@ func (k keys) delay(name string) string { return k.prefix + "delay/" + name }
 func (k keys) queue(name string) string { return k.prefix + "queue/" + name + "\x00" }
 func (k keys) kv(key string) string     { return k.prefix + "kv/" + key }
 func (k keys) health() string           { return k.prefix + "health" }
+func (k keys) kvUsage() string          { return k.prefix + "kvusage" }
