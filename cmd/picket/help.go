@@ -25,6 +25,7 @@ Usage:
   picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
+  picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT
   picket restore -token-floor N BACKUP DB
