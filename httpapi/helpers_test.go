@@ -65,7 +65,7 @@ func newEnv(tb testing.TB, opts ...httpapi.Option) *env {
 func serve(tb testing.TB, clk *leasetest.Clock, st *sqlite.Store, opts ...httpapi.Option) *env {
 	tb.Helper()
 	srv := httpapi.NewServer(st, opts...)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(recordExchanges(tb, srv))
 	tb.Cleanup(ts.Close)
 	return &env{clk: clk, store: st, srv: srv, ts: ts, url: ts.URL, hc: ts.Client()}
 }

@@ -90,7 +90,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // routes registers every route. Every pattern registered with s.route needs
 // the bearer token when the server has one; s.open ones (/healthz, /metrics)
-// never do, and everything else, unknown paths included, does. The
+// never do (nor /openapi.yaml), and everything else, unknown paths included, does. The
 // method-less patterns answer 405 for the methods a path does not take and
 // 404 elsewhere, so that ServeMux never answers with its plain-text pages or
 // redirects: every answer is JSON but raw KV values and /metrics.
@@ -106,6 +106,7 @@ func (s *Server) routes() {
 	s.route("DELETE /v1/kv/{key...}", opKVDelete, s.kvDelete)
 	s.open("GET /healthz", opHealth, s.healthz)
 	s.mux.Handle("GET /metrics", s.metrics.Handler())
+	s.open("GET /openapi.yaml", opOther, s.openapi)
 
 	s.route("/v1/acquire", opOther, notAllowed(http.MethodPost))
 	s.route("/v1/renew", opOther, notAllowed(http.MethodPost))
@@ -116,6 +117,7 @@ func (s *Server) routes() {
 	s.route("/v1/kv", opOther, notFound) // else ServeMux redirects it to /v1/kv/
 	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
+	s.open("/openapi.yaml", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/", opOther, notFound)
 }
 

@@ -13,6 +13,8 @@ Usage:
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
+                 [-tls-cert F -tls-key F [-tls-client-ca F]]   (HTTPS; the pair reloaded when
+                 its files change or on SIGHUP; -tls-client-ca: only clients with a certificate)
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
                  -- CMD [ARGS...]
   picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-db F | -server URL]
@@ -23,6 +25,7 @@ Usage:
   picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
+  picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT
   picket restore -token-floor N BACKUP DB
@@ -35,6 +38,8 @@ Store (every command but serve):
   -db FILE              embedded mode: open the SQLite file directly (default picket.db)
   -server URL           remote mode: talk to a picket server (e.g. http://127.0.0.1:7070)
   -auth-token-file F    remote mode: send the bearer token read from F (surrounding whitespace trimmed)
+  -ca F -cert F -key F  remote mode: HTTPS, trusting the CAs in F instead of the system's; a client
+                        certificate and key for a server that asks for one (a bare host:port is https)
   -etcd URL,URL...      cluster mode: an etcd cluster's client URLs (serve takes it too, instead of -db)
   -etcd-prefix P        cluster mode: keep every key under P (default picket)
   -etcd-ca F -etcd-cert F -etcd-key F    cluster mode: TLS (CA, client certificate and key, PEM files)

@@ -71,6 +71,7 @@ func commands() []command {
 		{"get", "print one live lease as JSON", runGet},
 		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
+		{"health", "say whether the store can grant (exit 0) or not (exit 6)", runHealth},
 		{"version", "print the version, VCS revision and Go version", runVersion},
 		{"backup", "write a consistent copy of a store, live or not (backup.go)", runBackup}, {"restore", "make a backup usable, above a token floor", runRestore},
 		{"help", "print this help", nil},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -58,6 +59,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
 	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
 	debugAddr := fs.String("debug-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback `address` (off by default)")
+	var tlsF serveTLSFlags // -tls-cert, -tls-key, -tls-client-ca (tls.go)
+	tlsF.register(fs)
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -73,6 +76,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return usagef("serve: -body-timeout must be positive")
 	}
 	logger, err := newLogger(e.stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	tlsConfig, certs, err := tlsF.config(logger)
 	if err != nil {
 		return err
 	}
@@ -163,7 +170,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if etcdF.set() {
 		where = []any{"etcd", etcdF.endpoints, "prefix", etcdF.prefix}
 	}
-	level.Info(logger).Log(append(append([]any{"msg", "serving", "addr", ln.Addr().String()}, where...), "auth", *authFile != "")...)
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		// HTTP/1.1 only: the server's defenses (admission, body and header
+		// deadlines, long polls) are built and tested for it.
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	level.Info(logger).Log(append(append([]any{"msg", "serving", "addr", ln.Addr().String()}, where...), "auth", *authFile != "", "tls", tlsF.mode())...)
 	notify(logger, daemon.SdNotifyReady)
 
 	served.Store(srv)
@@ -172,7 +185,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// The HTTP server. Interrupt: stop accepting, finish in-flight requests
 	// (long polls included) within the shutdown timeout.
 	g.Add(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		serve := srv.Serve
+		if tlsConfig != nil {
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
@@ -192,6 +209,26 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	// The signal handler: SIGINT or SIGTERM end the group.
 	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	// SIGHUP reloads the TLS certificate and key (they are also reloaded when
+	// the files change); without TLS there is nothing to reload.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hctx, hupDone := context.WithCancel(ctx)
+	g.Add(func() error {
+		for {
+			select {
+			case <-hctx.Done():
+				return nil
+			case <-hup:
+				if certs == nil {
+					level.Info(logger).Log("msg", "SIGHUP: nothing to reload (no -tls-cert)")
+					continue
+				}
+				certs.reload("SIGHUP")
+			}
+		}
+	}, func(error) { hupDone() })
 	// Housekeeping: delete expired lease rows now and then (SQLite; etcd
 	// deletes an expired lease's key by itself).
 	sctx, stop := context.WithCancel(ctx)

@@ -22,6 +22,7 @@ type storeFlags struct {
 	db       string
 	server   string
 	authFile string
+	tls      clientTLSFlags // -ca, -cert, -key (tls_client.go)
 	etcd     etcdFlags
 
 	allowOverlay bool
@@ -45,6 +46,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.server, "server", "", "remote mode: the picket server's `URL`")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "remote mode: read the bearer token from `file`")
 	fs.BoolVar(&f.allowOverlay, "allow-overlayfs", false, "embedded mode: "+overlayFlagUsage)
+	f.tls.register(fs)
 	f.etcd.register(fs)
 }
 
@@ -67,8 +69,8 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 		if dbSet || f.server != "" {
 			return nil, usagef("-etcd excludes -db and -server")
 		}
-		if f.authFile != "" {
-			return nil, usagef("-auth-token-file needs -server")
+		if f.authFile != "" || f.tls.set() {
+			return nil, usagef("-auth-token-file, -ca, -cert and -key need -server")
 		}
 		return f.etcd.open()
 	}
@@ -84,14 +86,22 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 			}
 			opts = append(opts, httpapi.WithAuthToken(tok))
 		}
-		c, err := httpapi.NewClient(serverURL(f.server), opts...)
+		url := f.tls.serverURL(f.server)
+		hc, err := f.tls.httpClient(url)
+		if err != nil {
+			return nil, err
+		}
+		if hc != nil {
+			opts = append(opts, httpapi.WithHTTPClient(hc))
+		}
+		c, err := httpapi.NewClient(url, opts...)
 		if err != nil {
 			return nil, usagef("-server: %v", err)
 		}
 		return remote{c}, nil
 	}
-	if f.authFile != "" {
-		return nil, usagef("-auth-token-file needs -server")
+	if f.authFile != "" || f.tls.set() {
+		return nil, usagef("-auth-token-file, -ca, -cert and -key need -server")
 	}
 	s, err := sqlite.Open(f.db, overlayOption(f.allowOverlay)...)
 	if err != nil {
