@@ -58,11 +58,23 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// As for every command (storeFlags.open): a store named on the command
+	// line wins over one named in the environment.
+	dbFrom, serverFrom := flagSource(fs, "db"), flagSource(fs, "server")
+	if dbFrom == onCommandLine && serverFrom != onCommandLine {
+		*server = ""
+		if flagSource(fs, "auth-token-file") != onCommandLine {
+			*authFile = ""
+		}
+	}
+	if serverFrom == onCommandLine && dbFrom != onCommandLine {
+		*db = ""
+	}
 	if *server != "" && *db != "" {
-		return usagef("bench: -db and -server exclude each other")
+		return usagef("bench: %s and %s exclude each other: name one store", describeFlag("db", dbFrom), describeFlag("server", serverFrom))
 	}
 	if *authFile != "" && *server == "" {
-		return usagef("bench: -auth-token-file needs -server")
+		return usagef("bench: %s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

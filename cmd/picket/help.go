@@ -41,7 +41,9 @@ Store (every command but serve):
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);
-a flag on the command line wins. -server takes a URL or a bare host:port.
+a flag on the command line wins, and a store named on the command line (-db,
+-server, -etcd) replaces the one named in the environment: with PICKET_SERVER
+exported, "picket ls -db x.db" reads x.db. -server takes a URL or a bare host:port.
 
 picket run holds the lease while CMD runs: it waits up to -wait for the name,
 runs CMD with PICKET_LEASE (the name) and PICKET_TOKEN (the fencing token) in

@@ -280,11 +280,14 @@ type sweeper interface {
 // given, else the SQLite file (which also sweeps and keeps the quota).
 func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota,
 	logger log.Logger, metrics *httpapi.Metrics) (servedStore, sweeper, error) {
+	// A store named on the command line wins over one in the environment.
+	dbFrom, etcdFrom := flagSource(fs, "db"), flagSource(fs, "etcd")
+	if etcdF.set() && dbFrom == onCommandLine && etcdFrom != onCommandLine {
+		etcdF.endpoints = ""
+	}
 	if etcdF.set() {
-		dbSet := false
-		fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
-		if dbSet {
-			return nil, nil, usagef("serve: -etcd and -db exclude each other")
+		if dbFrom != "" && (dbFrom == onCommandLine) == (etcdFrom == onCommandLine) {
+			return nil, nil, usagef("serve: %s and %s exclude each other: name one store", describeFlag("etcd", etcdFrom), describeFlag("db", dbFrom))
 		}
 		if quota != (sqlite.Quota{}) {
 			return nil, nil, usagef("serve: -max-leases, -max-kv-keys and -max-kv-bytes are not supported with -etcd yet")
