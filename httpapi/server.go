@@ -291,7 +291,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, e
 	case c.code == CodeTooManyRequests:
 		w.Header().Set("Retry-After", "1")
 	case errors.As(err, &mna):
-		status = http.StatusMethodNotAllowed
 		w.Header().Set("Allow", mna.allow)
 	}
 	if status >= 500 {
@@ -303,7 +302,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, e
 	return c.code
 }
 
-// methodNotAllowedError answers 405 with code bad_request.
+// methodNotAllowedError answers 405 method_not_allowed, with an Allow header.
 type methodNotAllowedError struct {
 	method, path, allow string
 }
@@ -312,8 +311,8 @@ func (e *methodNotAllowedError) Error() string {
 	return fmt.Sprintf("httpapi: method %s is not allowed on %s (allowed: %s)", e.method, e.path, e.allow)
 }
 
-// Is makes it a bad_request.
-func (e *methodNotAllowedError) Is(target error) bool { return target == lease.ErrInvalid }
+// Is makes it a method_not_allowed.
+func (e *methodNotAllowedError) Is(target error) bool { return target == ErrMethodNotAllowed }
 
 func notAllowed(methods ...string) handler {
 	allow := strings.Join(methods, ", ")
