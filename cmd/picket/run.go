@@ -91,13 +91,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	renewals.reset() // from here on, only the renewals' errors
 	l.KeepAlive()
-	// Whatever happens next, give the lease back; a lost lease answers
-	// ErrLost, which changes nothing.
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
+	// Whatever happens next, give the lease back, unless it could not be
+	// kept (see releaseAfterRun).
+	cutOff := false
+	defer func() { releaseAfterRun(l, cutOff) }()
 
 	env := append(os.Environ(), "PICKET_LEASE="+l.Name(), "PICKET_TOKEN="+l.Token().String())
 	c, err := startCommand(e, path, argv, env)
@@ -108,7 +105,28 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	// From now on the job-control signals go to the command too, and picket
 	// run stops when the command does (see child.followStop).
 	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGUSR1, syscall.SIGUSR2)
-	return superviseCommand(e, l, c, g, sigs, renewals)
+	err = superviseCommand(e, l, c, g, sigs, renewals)
+	var st *exitStatus
+	cutOff = errors.As(err, &st) && st.code == exitLost
+	return err
+}
+
+// releaseTimeout bounds the release of a lease picket run still holds.
+const releaseTimeout = 5 * time.Second
+
+// releaseAfterRun gives the lease back when the command is done. A lease that
+// could not be kept (cutOff: lost, or renewals failing until the command was
+// stopped) is not asked for: the store did not answer the renewals, or said
+// the lease is gone, so a release would only wait releaseTimeout for an
+// answer that is not coming, and the store's copy ends at its expiry anyway.
+// Release is still called, with a context already done, to stop the renewals.
+func releaseAfterRun(l *lease.Lease, cutOff bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	if cutOff || leaseLost(l) != nil {
+		cancel()
+	}
+	defer cancel()
+	_ = l.Release(ctx)
 }
 
 // superviseCommand waits for the command to exit, passing signals on and

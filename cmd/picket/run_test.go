@@ -161,3 +161,39 @@ func TestRunStopsCommandWhenServerGone(t *testing.T) {
 		t.Errorf("stderr %q does not say %q", r.stderr, want)
 	}
 }
+
+// TestRunExitsPromptlyWhenCutOff pauses the server under a running "picket
+// run" (SIGSTOP: connections are accepted by the kernel, never answered).
+// Renewals hang, the command gets SIGTERM before the local deadline and
+// exits at once; picket run must follow it promptly, not after a release
+// that waits out its timeout for an answer that is not coming. Before, it
+// exited releaseTimeout (5 s) after the command.
+func TestRunExitsPromptlyWhenCutOff(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, filepath.Join(dir, "picket.db"))
+	trace := filepath.Join(dir, "trace")
+	cmd := picket(t, "run", "-server", srv.url, "-name", "job", "-ttl", "3s",
+		"--", "sh", "-c", `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; while :; do sleep 0.05; done`, "sh", trace)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.cmd.Process.Signal(syscall.SIGCONT)
+	waitFor(t, 30*time.Second, "the command's SIGTERM", func() bool { return strings.Contains(readFile(t, trace), "TERM") })
+	termSeen := time.Now()
+	r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+	took := time.Since(termSeen)
+	if r.code != exitLost {
+		t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)
+	}
+	// Generous against a loaded machine: the fix does no I/O after the
+	// command exits; the bug waited 5 s.
+	if took > releaseTimeout/2 {
+		t.Errorf("picket run exited %v after its command; want promptly (the release of a lease it could not keep waited %v)", took, releaseTimeout)
+	}
+}
