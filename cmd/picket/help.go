@@ -45,7 +45,8 @@ a flag on the command line wins, and a store named on the command line (-db,
 -server, -etcd) replaces the one named in the environment: with PICKET_SERVER
 exported, "picket ls -db x.db" reads x.db. -server takes a URL or a bare host:port.
 
-picket run holds the lease while CMD runs: it waits up to -wait for the name,
+picket run holds the lease while CMD runs: it waits up to -wait for the name
+(saying on stderr when it starts waiting and when it gets the lease),
 runs CMD with PICKET_LEASE (the name) and PICKET_TOKEN (the fencing token) in
 its environment, and renews the lease at about a third of its TTL. Two commands
 guarded by one name never run at the same time, unless a process is paused

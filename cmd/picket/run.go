@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -82,7 +83,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 
 	renewals := &lastError{}
 	m := lease.NewManager(s, lease.WithOwner(*owner), lease.WithLogger(renewals))
-	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs)
+	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs, e.stderr)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
 			return &exitStatus{*conflict, err}
@@ -215,7 +216,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 
 // acquireForRun takes the lease, waiting up to wait; a signal cancels the
 // wait.
-func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (*lease.Lease, error) {
+func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, sigs <-chan os.Signal, progress io.Writer) (*lease.Lease, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	interrupted := make(chan struct{})
@@ -227,7 +228,7 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 		case <-ctx.Done():
 		}
 	}()
-	l, err := takeLease(ctx, m, name, ttl, wait)
+	l, err := takeLease(ctx, m, name, ttl, wait, progress, "run")
 	select {
 	case <-interrupted:
 		if l != nil {
@@ -252,7 +253,11 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 // says nothing of the name, so takeLease then asks once more without
 // waiting, for at most probeTimeout, and reports that answer (or the lease,
 // if the name came free just then).
-func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration) (*lease.Lease, error) {
+//
+// With a wait and a progress writer, takeLease says on it, as "picket: cmd:
+// ...", when it starts waiting (the name is held, by whom and until when) and
+// when it gets the lease after a wait.
+func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, progress io.Writer, cmd string) (got *lease.Lease, _ error) {
 	if wait == 0 {
 		d := tryTimeout(ttl)
 		tctx, cancel := context.WithTimeout(ctx, d)
@@ -263,7 +268,35 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 		}
 		return l, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	start := time.Now()
+	if progress != nil {
+		// One try first, to say whether there is anything to wait for
+		// (flock --verbose, consul lock -verbose).
+		tctx, cancel := context.WithTimeout(ctx, min(tryTimeout(ttl), wait))
+		l, err := m.TryAcquire(tctx, name, ttl)
+		cancel()
+		var held *lease.HeldError
+		switch {
+		case err == nil:
+			return l, nil
+		case ctx.Err() != nil:
+			return nil, err
+		case errors.As(err, &held):
+			fmt.Fprintf(progress, "picket: %s: %q is held by %q until %s; waiting up to %v\n",
+				cmd, name, held.Owner, held.Expires.Local().Format(time.TimeOnly), wait)
+		case errors.Is(err, lease.ErrHeld):
+			fmt.Fprintf(progress, "picket: %s: %q is held; waiting up to %v\n", cmd, name, wait)
+		default:
+			fmt.Fprintf(progress, "picket: %s: %q: %v; waiting up to %v\n", cmd, name, err, wait)
+		}
+		defer func() {
+			if got != nil {
+				fmt.Fprintf(progress, "picket: %s: got %q (token %d) after %v\n",
+					cmd, name, got.Token(), time.Since(start).Round(time.Millisecond))
+			}
+		}()
+	}
+	wctx, cancel := context.WithTimeout(ctx, start.Add(wait).Sub(time.Now()))
 	defer cancel()
 	l, err := m.Acquire(wctx, name, ttl)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {

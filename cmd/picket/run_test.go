@@ -197,3 +197,34 @@ func TestRunExitsPromptlyWhenCutOff(t *testing.T) {
 		t.Errorf("picket run exited %v after its command; want promptly (the release of a lease it could not keep waited %v)", took, releaseTimeout)
 	}
 }
+
+// TestRunWaitSaysSo: "picket run -wait" says on stderr when it starts
+// waiting for a held name (by whom, until when) and when it gets the lease,
+// as flock --verbose and consul lock -verbose do; a name that is free is
+// taken without a word. "picket acquire -wait" says the same.
+func TestRunWaitSaysSo(t *testing.T) {
+	db := tempDB(t)
+	if r := runPicket(t, "acquire", "-db", db, "-name", "job", "-ttl", "1s", "-owner", "first"); r.code != exitOK {
+		t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
+	}
+	r := runPicket(t, "run", "-db", db, "-name", "job", "-ttl", "10s", "-wait", "30s", "--", "true")
+	if r.code != exitOK {
+		t.Fatalf("picket run -wait: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], `picket: run: "job" is held by "first" until `) || !strings.HasSuffix(lines[0], "; waiting up to 30s") ||
+		!strings.HasPrefix(lines[1], `picket: run: got "job" (token 2) after `) {
+		t.Errorf("picket run -wait on a held name: stderr\n%s\nwant a line when it starts waiting and one when it gets the lease", r.stderr)
+	}
+	if r := runPicket(t, "run", "-db", db, "-name", "free", "-ttl", "10s", "-wait", "30s", "--", "true"); r.code != exitOK || r.stderr != "" {
+		t.Errorf("picket run -wait on a free name: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+	if r := runPicket(t, "acquire", "-db", db, "-name", "job2", "-ttl", "1s"); r.code != exitOK {
+		t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
+	}
+	r = runPicket(t, "acquire", "-db", db, "-name", "job2", "-ttl", "10s", "-wait", "30s")
+	if r.code != exitOK || !strings.Contains(r.stderr, `picket: acquire: "job2" is held by`) || !strings.Contains(r.stderr, `picket: acquire: got "job2"`) {
+		t.Errorf("picket acquire -wait on a held name: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

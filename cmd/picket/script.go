@@ -38,7 +38,7 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 		opts = append(opts, lease.WithHolder(*holder))
 	}
 	return sf.with(fs, func(s store) error {
-		l, err := takeLease(ctx, lease.NewManager(s, opts...), *name, *ttl, *wait)
+		l, err := takeLease(ctx, lease.NewManager(s, opts...), *name, *ttl, *wait, e.stderr, "acquire")
 		if err != nil {
 			return err
 		}
