@@ -15,11 +15,11 @@ Usage:
                  [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
                  -- CMD [ARGS...]
-  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-db F | -server URL]
-  picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
+  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-print FIELDS] [-hold] [-db F | -server URL]
+  picket renew   -name N -holder H -token T [-ttl D] [-print FIELDS] [-db F | -server URL]
   picket release -name N -holder H -token T [-db F | -server URL]
   picket ls      [-prefix P] [-json] [-db F | -server URL]
-  picket get     -name N [-db F | -server URL]
+  picket get     -name N [-print FIELDS] [-db F | -server URL]
   picket bench   [-db NEW.db [-force] | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
@@ -44,6 +44,10 @@ dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);
 a flag on the command line wins, and a store named on the command line (-db,
 -server, -etcd) replaces the one named in the environment: with PICKET_SERVER
 exported, "picket ls -db x.db" reads x.db. -server takes a URL or a bare host:port.
+
+acquire, renew and get print the HTTP API's JSON; -print token,holder prints only
+those fields, space-separated on one line. acquire -hold keeps the lease, renewing
+it, until SIGINT or SIGTERM, then releases it (exit 4 if it is lost first).
 
 picket run holds the lease while CMD runs: it waits up to -wait for the name
 (saying on stderr when it starts waiting and when it gets the lease),
