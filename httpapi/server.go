@@ -322,8 +322,19 @@ func notAllowed(methods ...string) handler {
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) error {
-	return fmt.Errorf("httpapi: %w: no route %s %s", lease.ErrNotFound, r.Method, r.URL.Path)
+	return &noRouteError{method: r.Method, path: r.URL.Path}
 }
+
+// noRouteError answers 404 not_found for a path the server does not serve;
+// its message says so, not "lease: not found".
+type noRouteError struct{ method, path string }
+
+func (e *noRouteError) Error() string {
+	return fmt.Sprintf("httpapi: no route %s %s", e.method, e.path)
+}
+
+// Is makes it a not_found.
+func (e *noRouteError) Is(target error) bool { return target == lease.ErrNotFound }
 
 // cleanPath is the canonical form ServeMux would redirect p to.
 func cleanPath(p string) string {

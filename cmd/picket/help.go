@@ -5,23 +5,25 @@ import (
 	"io"
 )
 
-const helpText = `picket: leases with fencing tokens, on one SQLite file or a picket server.
+const helpText = `picket: leases with fencing tokens, on one SQLite file, a picket server or an etcd cluster.
 
 Usage:
-  picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F] [-lock-delay D]
+  picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-auth-token-file F] [-lock-delay D]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
-  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
+  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3]
+                 [-db F | -server URL | -etcd URLS]
                  -- CMD [ARGS...]
-  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-print FIELDS] [-hold] [-db F | -server URL]
-  picket renew   -name N -holder H -token T [-ttl D] [-print FIELDS] [-db F | -server URL]
-  picket release -name N -holder H -token T [-db F | -server URL]
-  picket ls      [-prefix P] [-json] [-db F | -server URL]
-  picket get     -name N [-print FIELDS] [-db F | -server URL]
+  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-print FIELDS] [-hold]
+                 [-db F | -server URL | -etcd URLS]
+  picket renew   -name N -holder H -token T [-ttl D] [-print FIELDS] [-db F | -server URL | -etcd URLS]
+  picket release -name N -holder H -token T [-db F | -server URL | -etcd URLS]
+  picket ls      [-prefix P] [-json] [-db F | -server URL | -etcd URLS]
+  picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
   picket bench   [-db NEW.db [-force] | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
-  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
+  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
@@ -198,16 +202,28 @@ func describeFlag(name, from string) string {
 // the flag's name in capitals, dashes as underscores), if set and not empty:
 // the command line wins. Positional arguments are refused unless allowArgs.
 func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
-	if err := fs.Parse(args); err != nil {
-		// The flag package has printed the error and the usage.
+	out := fs.Output()
+	var printed bytes.Buffer
+	fs.SetOutput(&printed)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
+		// The flag package has printed the error and the usage: pass them
+		// on, with a hint after the error if there is one.
 		if errors.Is(err, flag.ErrHelp) {
+			out.Write(printed.Bytes())
 			return &exitStatus{code: exitOK}
 		}
+		first, rest, _ := strings.Cut(printed.String(), "\n")
+		fmt.Fprintln(out, first)
+		if hint := durationHint(fs, err.Error()); hint != "" {
+			fmt.Fprintln(out, hint)
+		}
+		fmt.Fprint(out, rest)
 		return &exitStatus{code: exitUsage}
 	}
 	onLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onLine[f.Name] = true })
-	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		v := os.Getenv(envVar(f.Name))
 		if err != nil || onLine[f.Name] || v == "" {
@@ -215,6 +231,9 @@ func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
 		}
 		if e := fs.Set(f.Name, v); e != nil {
 			err = usagef("%s: %s=%q: invalid value for -%s: %v", fs.Name(), envVar(f.Name), v, f.Name, e)
+			if hint := durationHint(fs, fmt.Sprintf("invalid value %q for flag -%s: ", v, f.Name)); hint != "" {
+				err = usagef("%v\n%s", err, hint)
+			}
 			return
 		}
 		f.Value = fromEnv{f.Value, envVar(f.Name)}
@@ -226,6 +245,33 @@ func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
+}
+
+// badValue matches the flag package's error for a value a flag refused.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+
+// durationHint says what a number given to a duration flag lacks, from the
+// flag package's error: -ttl 10 is refused, and 10s is what was meant.
+func durationHint(fs *flag.FlagSet, msg string) string {
+	m := badValue.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return ""
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	if _, isDuration := g.Get().(time.Duration); !isDuration {
+		return ""
+	}
+	if _, err := strconv.ParseFloat(m[1], 64); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("-%s takes a duration with a unit: %ss for seconds (or %sms, %sm, %sh)", m[2], m[1], m[1], m[1], m[1])
 }
 
 func newFlagSet(e *env, name string) *flag.FlagSet {

@@ -119,7 +119,7 @@ func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token
 // GetFenced returns the value stored under key and the highest token key
 // has seen.
 //
-// Errors: lease.ErrInvalid, lease.ErrNotFound (never written, or deleted),
+// Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (never written, or deleted),
 // an *UnavailableError, ErrClosed, or ctx's error.
 func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
 	if err := lease.ValidateName(key); err != nil {
@@ -135,14 +135,14 @@ func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token,
 		return nil, 0, failed(ctx, "get fenced", key, false, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, 0, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNotFound)
+		return nil, 0, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNoKey)
 	}
 	tok, flag, value, err := decodeFenced(resp.Kvs[0].Value)
 	if err != nil {
 		return nil, 0, err
 	}
 	if flag == flagDeleted {
-		return nil, tok, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNotFound)
+		return nil, tok, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNoKey)
 	}
 	if value == nil {
 		value = []byte{}
