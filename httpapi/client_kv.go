@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,7 +40,8 @@ func (c *Client) PutFenced(ctx context.Context, key string, value []byte, tok to
 }
 
 // GetFenced returns the value under key and the highest token the key has
-// seen (GET /v1/kv/{key}). Errors: lease.ErrInvalid, lease.ErrNotFound,
+// seen (GET /v1/kv/{key}). Errors: lease.ErrInvalid, an *Error unwrapping
+// to lease.ErrNoKey (matching lease.ErrNotFound) for a key without a value,
 // lease.ErrUnavailable, ctx's error, or an *Error.
 func (c *Client) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
 	if err := lease.ValidateName(key); err != nil {
@@ -47,6 +49,10 @@ func (c *Client) GetFenced(ctx context.Context, key string) ([]byte, token.Token
 	}
 	resp, err := c.send(ctx, "get", subject{name: key}, http.MethodGet, "/v1/kv/"+escapeName(key), "", nil, nil)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Code == CodeNotFound {
+			e.detail = lease.ErrNoKey // as the stores answer
+		}
 		return nil, 0, err
 	}
 	defer closeBody(resp)

@@ -38,6 +38,10 @@ const (
 	// Content-Type: application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
 
+	// CodeMethodNotAllowed (405) answers a method a route does not serve;
+	// the Allow header lists the ones it does.
+	CodeMethodNotAllowed = "method_not_allowed"
+
 	// CodeQuotaExceeded (507) answers a write that would go over one of the
 	// store's quotas (lease.ErrQuota); nothing was written.
 	CodeQuotaExceeded = "quota_exceeded"
@@ -50,6 +54,9 @@ var (
 
 	// ErrTooLarge: the request body was over MaxBodyBytes.
 	ErrTooLarge = errors.New("httpapi: request body too large")
+
+	// ErrMethodNotAllowed: the route does not serve the request's method.
+	ErrMethodNotAllowed = errors.New("httpapi: method not allowed")
 
 	// ErrInternal: the server failed in a way it did not expect.
 	ErrInternal = errors.New("httpapi: internal server error")
@@ -75,6 +82,7 @@ var errorCodes = []errorCode{
 	{CodeStaleToken, http.StatusConflict, token.ErrStale},
 	{CodeLost, http.StatusConflict, lease.ErrLost},
 	{CodeNotFound, http.StatusNotFound, lease.ErrNotFound},
+	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, ErrMethodNotAllowed},
 	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid},
 	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid}, // server side only: the client reads the row above
 	{CodeQuotaExceeded, http.StatusInsufficientStorage, lease.ErrQuota},

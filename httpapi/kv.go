@@ -23,7 +23,7 @@ type KV interface {
 	PutFenced(ctx context.Context, key string, value []byte, tok token.Token) error
 
 	// GetFenced returns the value under key and the highest token it has
-	// seen. Errors: lease.ErrInvalid, lease.ErrNotFound (also for a deleted
+	// seen. Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (also for a deleted
 	// key), lease.ErrUnavailable.
 	GetFenced(ctx context.Context, key string) ([]byte, token.Token, error)
 
@@ -112,4 +112,4 @@ func (s *Server) kvWrite(r *http.Request) (string, token.Token, error) {
 	return key, tok, err
 }
 
-var errNoKV = fmt.Errorf("httpapi: %w: this server keeps no fenced values", lease.ErrNotFound)
+var errNoKV = fmt.Errorf("httpapi: this server keeps no fenced values: %w", lease.ErrNoKey)

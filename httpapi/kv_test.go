@@ -161,7 +161,7 @@ func TestRouting(t *testing.T) {
 		if got := a.header.Get("Allow"); got != want {
 			t.Errorf("%s %s: Allow %q, want %q", method, path, got, want)
 		}
-		wantJSON(t, method+" "+path, `{"error":"bad_request"}`, a.body)
+		wantJSON(t, method+" "+path, `{"error":"method_not_allowed"}`, a.body)
 	}
 	e := newEnv(t)
 	allow(t, e, "GET", "/v1/acquire", "POST")

@@ -293,7 +293,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, e
 	case c.code == CodeTooManyRequests:
 		w.Header().Set("Retry-After", "1")
 	case errors.As(err, &mna):
-		status = http.StatusMethodNotAllowed
 		w.Header().Set("Allow", mna.allow)
 	}
 	if status >= 500 {
@@ -305,7 +304,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, e
 	return c.code
 }
 
-// methodNotAllowedError answers 405 with code bad_request.
+// methodNotAllowedError answers 405 method_not_allowed, with an Allow header.
 type methodNotAllowedError struct {
 	method, path, allow string
 }
@@ -314,8 +313,8 @@ func (e *methodNotAllowedError) Error() string {
 	return fmt.Sprintf("httpapi: method %s is not allowed on %s (allowed: %s)", e.method, e.path, e.allow)
 }
 
-// Is makes it a bad_request.
-func (e *methodNotAllowedError) Is(target error) bool { return target == lease.ErrInvalid }
+// Is makes it a method_not_allowed.
+func (e *methodNotAllowedError) Is(target error) bool { return target == ErrMethodNotAllowed }
 
 func notAllowed(methods ...string) handler {
 	allow := strings.Join(methods, ", ")
@@ -325,8 +324,19 @@ func notAllowed(methods ...string) handler {
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) error {
-	return fmt.Errorf("httpapi: %w: no route %s %s", lease.ErrNotFound, r.Method, r.URL.Path)
+	return &noRouteError{method: r.Method, path: r.URL.Path}
 }
+
+// noRouteError answers 404 not_found for a path the server does not serve;
+// its message says so, not "lease: not found".
+type noRouteError struct{ method, path string }
+
+func (e *noRouteError) Error() string {
+	return fmt.Sprintf("httpapi: no route %s %s", e.method, e.path)
+}
+
+// Is makes it a not_found.
+func (e *noRouteError) Is(target error) bool { return target == lease.ErrNotFound }
 
 // cleanPath is the canonical form ServeMux would redirect p to.
 func cleanPath(p string) string {

@@ -31,11 +31,25 @@ var (
 	// commit is in doubt.
 	ErrUnavailable = errors.New("lease: store unavailable")
 
+	// ErrNoKey: no value under that key in a fenced key-value store (never
+	// written, or deleted). It matches ErrNotFound, so one check covers both;
+	// its message says "no such key", not "lease: not found".
+	ErrNoKey error = &notFoundError{"no such key"}
+
 	// ErrQuota: the write would take the store over one of its quotas (of
 	// leases, fenced keys or fenced bytes); nothing was written. Trying again
 	// helps only once something was released or deleted.
 	ErrQuota = errors.New("lease: quota exceeded")
 )
+
+// notFoundError is an ErrNotFound for something other than a lease, with a
+// message that says what is missing.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// Is reports whether target is ErrNotFound.
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // HeldError reports that Name is held by someone else, labelled Owner, until
 // Expires (wall-clock rendering of the store's deadline, lock-delay included).

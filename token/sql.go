@@ -3,6 +3,7 @@ package token
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -108,13 +109,65 @@ func (g *Guard) CreateTableSQL() string { return g.createSQL }
 // column makes "R" and "r" one resource, an integer column overflows at
 // 2^31 — so it is refused, never used. Call it once at startup.
 //
+// Every replica may call it at once. On PostgreSQL, where CREATE TABLE IF NOT
+// EXISTS is not safe against itself (two sessions both find no table and the
+// second fails with SQLSTATE 23505 or 42P07), CreateTable first takes a
+// transaction-level advisory lock on the table's name, so creators in
+// transactions wait for each other; a caller outside a transaction (a *sql.DB
+// or *sql.Conn, each statement its own transaction) that still meets the race
+// runs the statement again and finds the table. tx may be a transaction or
+// not.
+//
 // Errors: an error matching ErrInvalid that names every difference, for a
-// table of another layout; the database's error, wrapped.
+// table of another layout; an error matching ErrConflict if, inside a
+// transaction, a creator outside one made the table at the same moment (roll
+// back and run again: Transact does); the database's error, wrapped.
 func (g *Guard) CreateTable(ctx context.Context, tx Tx) error {
-	if _, err := tx.ExecContext(ctx, g.createSQL); err != nil {
-		return wrapDB("create table "+g.table, err)
+	op := "create table " + g.table
+	if g.dialect == PostgreSQL {
+		if _, err := tx.ExecContext(ctx, createLockSQL, g.table); err != nil {
+			return wrapDB(op, err)
+		}
+	}
+	_, err := tx.ExecContext(ctx, g.createSQL)
+	if g.dialect == PostgreSQL && isCreateRace(err) {
+		// The other creator has committed: in a transaction of our own
+		// the table is there now; in the caller's, the transaction is
+		// aborted (25P02) and must run again.
+		if _, again := tx.ExecContext(ctx, g.createSQL); again != nil {
+			return &dbError{op: op, kind: ErrConflict, advice: createRaceAdvice, err: err}
+		}
+		err = nil
+	}
+	if err != nil {
+		return wrapDB(op, err)
 	}
 	return g.checkTable(ctx, tx)
+}
+
+// createLockSQL takes the advisory lock that CreateTable callers on
+// PostgreSQL share for one table name, until the transaction ends.
+// Parameter: the quoted table name.
+const createLockSQL = `SELECT pg_advisory_xact_lock(hashtext('picket token.Guard.CreateTable ' || $1))`
+
+// createRaceAdvice is what a CreateTable caller in a transaction is told when
+// another creator won the race.
+const createRaceAdvice = "another caller created the table at the same moment: roll back and run the transaction again (token.Transact does)"
+
+// isCreateRace reports whether err is how PostgreSQL fails a CREATE TABLE IF
+// NOT EXISTS that raced with another: 23505 (unique_violation, on the
+// catalog's pg_type index) or 42P07 (duplicate_table).
+func isCreateRace(err error) bool {
+	if err == nil {
+		return false
+	}
+	var s interface{ SQLState() string }
+	if errors.As(err, &s) {
+		state := s.SQLState()
+		return state == "23505" || state == "42P07"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "(SQLSTATE 23505)") || strings.Contains(msg, "(SQLSTATE 42P07)")
 }
 
 // Admit admits t for resource inside the caller's transaction tx: one

@@ -31,12 +31,14 @@ const maxBenchDuration = 10 * time.Minute
 // client counts over the chosen workloads, progress on stderr, a table (or
 // JSON rows) on stdout, optionally an SVG chart.
 //
-// Without -server the store is a SQLite file: the one -db names if it
-// exists, otherwise a file created for the run and deleted after it, so
-// that the bench never writes to a picket.db it was not pointed at.
+// Without -server the store is a SQLite file created for the run and
+// deleted after it (at -db, or in a temporary directory), so that the bench
+// never writes to a picket.db it was not pointed at; an existing -db file
+// only with -force, and then every lease the run took is released.
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "bench")
-	db := fs.String("db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file is used as is)")
+	db := fs.String("db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file only with -force)")
+	force := fs.Bool("force", false, "run on an existing -db file: its token counter moves on for good; the run's leases are released after each step")
 	server := fs.String("server", "", "remote mode: the picket server's `URL`")
 	authFile := fs.String("auth-token-file", "", "remote mode: read the bearer token from `file`")
 	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
@@ -58,16 +60,28 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// As for every command (storeFlags.open): a store named on the command
+	// line wins over one named in the environment.
+	dbFrom, serverFrom := flagSource(fs, "db"), flagSource(fs, "server")
+	if dbFrom == onCommandLine && serverFrom != onCommandLine {
+		*server = ""
+		if flagSource(fs, "auth-token-file") != onCommandLine {
+			*authFile = ""
+		}
+	}
+	if serverFrom == onCommandLine && dbFrom != onCommandLine {
+		*db = ""
+	}
 	if *server != "" && *db != "" {
-		return usagef("bench: -db and -server exclude each other")
+		return usagef("bench: %s and %s exclude each other: name one store", describeFlag("db", dbFrom), describeFlag("server", serverFrom))
 	}
 	if *authFile != "" && *server == "" {
-		return usagef("bench: -auth-token-file needs -server")
+		return usagef("bench: %s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, slices.Max(clients))
+	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, *force, slices.Max(clients))
 	if err != nil {
 		return err
 	}
@@ -80,10 +94,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		Clients:   clients,
 		Workloads: workloads,
 		Duration:  *d,
-		// A server is shared: leave nothing on it. A temporary file is
-		// deleted anyway, and on an existing file the fresh grants expire
-		// after the run's TTL like any other lease.
-		Cleanup: *server != "",
+		// A server or an existing file (-force) is someone's store: leave
+		// no lease on it. A temporary file is deleted anyway.
+		Cleanup: *server != "" || *force,
 		Progress: func(p benchmarks.Progress) {
 			if p.Row != nil {
 				fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d %s\n", p.Elapsed.Seconds(), p.Step, p.Steps, progressLine(*p.Row))
@@ -138,7 +151,10 @@ func parseClients(s string) ([]int, error) {
 // openBenchStore opens the store under test and says what it is, at length
 // (where) and in short (kind). The returned function closes it and deletes
 // a file created for the run.
-func openBenchStore(e *env, db, server, authFile string, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
+//
+// An existing -db file is refused without force: the run would grant
+// thousands of tokens on it, and a token counter never goes back.
+func openBenchStore(e *env, db, server, authFile string, force bool, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
 	if server != "" {
 		var opts []httpapi.ClientOption
 		if authFile != "" {
@@ -170,6 +186,10 @@ func openBenchStore(e *env, db, server, authFile string, maxClients int) (s leas
 		temporary = true
 	case err != nil:
 		return nil, "", "", nil, err
+	case !force:
+		return nil, "", "", nil, usagef("bench: -db %s exists: a run grants thousands of tokens on it, and its token counter "+
+			"never goes back; name a new file (deleted after the run), leave -db out for a temporary one, "+
+			"or give -force to run on this store (its leases are released after each step)", db)
 	}
 	remove := func() {
 		if !temporary {

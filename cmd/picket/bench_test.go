@@ -112,23 +112,38 @@ func TestBenchEmbedded(t *testing.T) {
 	}
 }
 
-// An existing file is used, and kept.
+// An existing file is refused without -force, and nothing in it changes;
+// with -force the run takes its leases there and releases every one: the
+// file keeps its own lease and gains none.
 func TestBenchExistingFile(t *testing.T) {
 	db := tempDB(t)
 	if r := runPicket(t, "acquire", "-db", db, "-name", "mine", "-ttl", "1h"); r.code != exitOK {
 		t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
 	}
-	r := runPicket(t, "bench", "-db", db, "-d", "50ms", "-c", "1", "-names", "hot")
-	if r.code != exitOK {
-		t.Fatalf("picket bench: exit %d, stderr:\n%s", r.code, r.stderr)
+	r := runPicket(t, "bench", "-db", db, "-d", "50ms", "-c", "1", "-names", "fresh")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "-force") || !strings.Contains(r.stderr, db+" exists") {
+		t.Errorf("bench -db on an existing file: exit %d, stderr %q; want %d and a word on -force", r.code, r.stderr, exitUsage)
 	}
-	// The table: a header and one row.
+	// Nothing changed: the next grant on the file takes the next token.
+	if r := runPicket(t, "acquire", "-db", db, "-name", "probe", "-ttl", "1h"); r.code != exitOK || !strings.Contains(r.stdout, `"token":2,`) {
+		t.Errorf("acquire after the refused bench: exit %d, stdout %q, stderr %q; want token 2", r.code, r.stdout, r.stderr)
+	}
+
+	r = runPicket(t, "bench", "-db", db, "-force", "-d", "50ms", "-c", "1", "-names", "fresh,hot")
+	if r.code != exitOK {
+		t.Fatalf("picket bench -force: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	// The table: a header and a row per workload.
 	lines := slices.Collect(strings.Lines(r.stdout))
-	if len(lines) != 2 || !strings.Contains(lines[0], "grants/s") || !strings.Contains(lines[1], "hot") {
+	if len(lines) != 3 || !strings.Contains(lines[0], "grants/s") || !strings.Contains(r.stdout, "fresh") || !strings.Contains(r.stdout, "hot") {
 		t.Errorf("table:\n%s", r.stdout)
 	}
-	if r := runPicket(t, "get", "-db", db, "-name", "mine"); r.code != exitOK {
-		t.Errorf("the file's own lease after the bench: exit %d, %s", r.code, r.stderr)
+	ls := runPicket(t, "ls", "-db", db)
+	if ls.code != exitOK {
+		t.Fatalf("ls after the bench: exit %d: %s", ls.code, ls.stderr)
+	}
+	if got := slices.Collect(strings.Lines(ls.stdout)); len(got) != 3 || !strings.Contains(ls.stdout, "mine") || !strings.Contains(ls.stdout, "probe") {
+		t.Errorf("ls after bench -force:\n%s\nwant the header, mine and probe only", ls.stdout)
 	}
 }
 

@@ -37,6 +37,51 @@ func TestEnvironmentFlags(t *testing.T) {
 	}
 }
 
+// TestStoreFromCommandLineWins: with PICKET_SERVER (and its token file)
+// exported, as the README suggests, a -db on the command line is used and the
+// environment's store ignored; two stores named in one place are a usage
+// error that says where each came from, and nothing is done.
+func TestStoreFromCommandLineWins(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	if r := runPicket(t, "acquire", "-db", db, "-name", "wins/x", "-ttl", "1m"); r.code != exitOK {
+		t.Fatalf("acquire -db: exit %d: %s", r.code, r.stderr)
+	}
+	t.Setenv("PICKET_SERVER", "http://127.0.0.1:1")
+	t.Setenv("PICKET_AUTH_TOKEN_FILE", filepath.Join(dir, "no-such-token"))
+	t.Setenv("PICKET_ETCD", "127.0.0.1:1")
+	if r := runPicket(t, "ls", "-db", db); r.code != exitOK || !strings.Contains(r.stdout, "wins/x") {
+		t.Errorf("ls -db with PICKET_SERVER and PICKET_ETCD set: exit %d, stdout %q, stderr %q; want the file's lease", r.code, r.stdout, r.stderr)
+	}
+	t.Setenv("PICKET_ETCD", "")
+	t.Setenv("PICKET_DB", db)
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"both in the environment", []string{"ls"}, []string{"-db (PICKET_DB in the environment)", "-server (PICKET_SERVER in the environment)"}},
+		{"both on the command line", []string{"ls", "-db", db, "-server", "127.0.0.1:1"}, []string{"-db (command line)", "-server (command line)"}},
+		{"bench, both in the environment", []string{"bench", "-c", "1", "-d", "1s"}, []string{"-db (PICKET_DB in the environment)", "-server (PICKET_SERVER in the environment)"}},
+		{"token file on the command line without -server", []string{"ls", "-db", db, "-auth-token-file", "tok"}, []string{"-auth-token-file (command line) needs -server"}},
+	} {
+		r := runPicket(t, c.args...)
+		if r.code != exitUsage {
+			t.Errorf("%s: picket %v: exit %d, stderr %q; want %d (usage)", c.name, c.args, r.code, r.stderr, exitUsage)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: picket %v: stderr %q; want it to say %q", c.name, c.args, r.stderr, w)
+			}
+		}
+	}
+	t.Setenv("PICKET_SERVER", "")
+	t.Setenv("PICKET_AUTH_TOKEN_FILE", "")
+	if r := runPicket(t, "get", "-name", "wins/x"); r.code != exitOK {
+		t.Errorf("get after the refused commands: exit %d, stderr %q; want the lease still there", r.code, r.stderr)
+	}
+}
+
 // TestServerWithoutScheme: -server host:port means http://host:port.
 func TestServerWithoutScheme(t *testing.T) {
 	s := startServer(t, filepath.Join(t.TempDir(), "p.db"))

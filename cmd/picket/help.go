@@ -5,25 +5,27 @@ import (
 	"io"
 )
 
-const helpText = `picket: leases with fencing tokens, on one SQLite file or a picket server.
+const helpText = `picket: leases with fencing tokens, on one SQLite file, a picket server or an etcd cluster.
 
 Usage:
-  picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F] [-lock-delay D]
+  picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-auth-token-file F] [-lock-delay D]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
                  [-tls-cert F -tls-key F [-tls-client-ca F]]   (HTTPS; the pair reloaded when
                  its files change or on SIGHUP; -tls-client-ca: only clients with a certificate)
-  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3] [-db F | -server URL]
+  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3]
+                 [-db F | -server URL | -etcd URLS]
                  -- CMD [ARGS...]
-  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-db F | -server URL]
-  picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
-  picket release -name N -holder H -token T [-db F | -server URL]
-  picket ls      [-prefix P] [-json] [-db F | -server URL]
-  picket get     -name N [-db F | -server URL]
-  picket bench   [-db F | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
-  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL]
+  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-print FIELDS] [-hold]
+                 [-db F | -server URL | -etcd URLS]
+  picket renew   -name N -holder H -token T [-ttl D] [-print FIELDS] [-db F | -server URL | -etcd URLS]
+  picket release -name N -holder H -token T [-db F | -server URL | -etcd URLS]
+  picket ls      [-prefix P] [-json] [-db F | -server URL | -etcd URLS]
+  picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
+  picket bench   [-db NEW.db [-force] | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+  picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
   picket version                  (also: picket -version)
@@ -51,9 +53,16 @@ Store (every command but serve):
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);
-a flag on the command line wins. -server takes a URL or a bare host:port.
+a flag on the command line wins, and a store named on the command line (-db,
+-server, -etcd) replaces the one named in the environment: with PICKET_SERVER
+exported, "picket ls -db x.db" reads x.db. -server takes a URL or a bare host:port.
 
-picket run holds the lease while CMD runs: it waits up to -wait for the name,
+acquire, renew and get print the HTTP API's JSON; -print token,holder prints only
+those fields, space-separated on one line. acquire -hold keeps the lease, renewing
+it, until SIGINT or SIGTERM, then releases it (exit 4 if it is lost first).
+
+picket run holds the lease while CMD runs: it waits up to -wait for the name
+(saying on stderr when it starts waiting and when it gets the lease),
 runs CMD with PICKET_LEASE (the name) and PICKET_TOKEN (the fencing token) in
 its environment, and renews the lease at about a third of its TTL. Two commands
 guarded by one name never run at the same time, unless a process is paused

@@ -29,6 +29,10 @@ func runKV(ctx context.Context, e *env, args []string) error {
 		return usagef("kv: want put, get or delete")
 	}
 	verb, args := args[0], args[1:]
+	if verb == "-h" || verb == "-help" || verb == "--help" || verb == "help" {
+		_, err := fmt.Fprint(e.stdout, kvHelp)
+		return err
+	}
 	fs := newFlagSet(e, "kv "+verb)
 	var sf storeFlags
 	sf.register(fs)
@@ -115,6 +119,18 @@ func runKV(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, a)
 	})
 }
+
+// kvHelp is "picket kv -h".
+const kvHelp = `Usage:
+  picket kv put [-token T] KEY [VALUE]   store VALUE (or stdin, up to 1 MiB) under KEY, fenced by token T
+  picket kv get [-json] KEY              print the value under KEY (-json: with its token, as JSON)
+  picket kv delete [-token T] KEY        delete the value under KEY, fenced by token T
+
+-token defaults to $PICKET_TOKEN, which picket run sets for its command; a write
+with a token lower than one the key has seen is refused (exit 4).
+The store flags are those of every command (-db F | -server URL | -etcd URLS):
+see picket help, and picket kv VERB -h for every flag.
+`
 
 // kvAnswer is what the kv commands print: the HTTP API's answer to a PUT or
 // DELETE, and for get -json the value as text (when it is UTF-8) and base64.

@@ -2,7 +2,7 @@
 //
 //	picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F]
 //	picket run     -name N -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
-//	picket acquire -name N -ttl 30s [-wait D] [-db F | -server URL]
+//	picket acquire -name N -ttl 30s [-wait D] [-print FIELDS] [-hold] [-db F | -server URL]
 //	picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
 //	picket release -name N -holder H -token T [-db F | -server URL]
 //	picket ls      [-prefix P] [-json] [-db F | -server URL]
@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/picketlock/picket/httpapi"
 )
 
 func main() {
@@ -62,7 +64,7 @@ type env struct {
 
 func commands() []command {
 	return []command{
-		{"serve", "run the HTTP server on an embedded SQLite file", runServe},
+		{"serve", "run the HTTP server on an embedded SQLite file or an etcd cluster", runServe},
 		{"run", "hold a lease while a command runs (a distributed flock)", runRun},
 		{"acquire", "acquire a lease and print the grant as JSON", runAcquire},
 		{"renew", "renew a lease and print the grant as JSON", runRenew},
@@ -73,7 +75,8 @@ func commands() []command {
 		{"bench", "measure grant throughput", runBench},
 		{"health", "say whether the store can grant (exit 0) or not (exit 6)", runHealth},
 		{"version", "print the version, VCS revision and Go version", runVersion},
-		{"backup", "write a consistent copy of a store, live or not (backup.go)", runBackup}, {"restore", "make a backup usable, above a token floor", runRestore},
+		{"backup", "write a consistent copy of a store, live or not", runBackup},
+		{"restore", "make a backup usable, above a token floor", runRestore},
 		{"help", "print this help", nil},
 	}
 }
@@ -120,6 +123,9 @@ func exitCode(stderr io.Writer, err error) int {
 		return st.code
 	}
 	fmt.Fprintf(stderr, "picket: %v\n", err)
+	if errors.Is(err, httpapi.ErrUnauthorized) {
+		fmt.Fprintln(stderr, "picket: the server needs its bearer token: name the file that holds it with -auth-token-file FILE or PICKET_AUTH_TOKEN_FILE")
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage

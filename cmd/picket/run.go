@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -82,7 +83,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 
 	renewals := &lastError{}
 	m := lease.NewManager(s, lease.WithOwner(*owner), lease.WithLogger(renewals))
-	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs)
+	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs, e.stderr)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
 			return &exitStatus{*conflict, err}
@@ -91,13 +92,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	renewals.reset() // from here on, only the renewals' errors
 	l.KeepAlive()
-	// Whatever happens next, give the lease back; a lost lease answers
-	// ErrLost, which changes nothing.
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
+	// Whatever happens next, give the lease back, unless it could not be
+	// kept (see releaseAfterRun).
+	cutOff := false
+	defer func() { releaseAfterRun(l, cutOff) }()
 
 	env := append(os.Environ(), "PICKET_LEASE="+l.Name(), "PICKET_TOKEN="+l.Token().String())
 	c, err := startCommand(e, path, argv, env)
@@ -108,7 +106,28 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	// From now on the job-control signals go to the command too, and picket
 	// run stops when the command does (see child.followStop).
 	signal.Notify(sigs, syscall.SIGTSTP, syscall.SIGUSR1, syscall.SIGUSR2)
-	return superviseCommand(e, l, c, g, sigs, renewals)
+	err = superviseCommand(e, l, c, g, sigs, renewals)
+	var st *exitStatus
+	cutOff = errors.As(err, &st) && st.code == exitLost
+	return err
+}
+
+// releaseTimeout bounds the release of a lease picket run still holds.
+const releaseTimeout = 5 * time.Second
+
+// releaseAfterRun gives the lease back when the command is done. A lease that
+// could not be kept (cutOff: lost, or renewals failing until the command was
+// stopped) is not asked for: the store did not answer the renewals, or said
+// the lease is gone, so a release would only wait releaseTimeout for an
+// answer that is not coming, and the store's copy ends at its expiry anyway.
+// Release is still called, with a context already done, to stop the renewals.
+func releaseAfterRun(l *lease.Lease, cutOff bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	if cutOff || leaseLost(l) != nil {
+		cancel()
+	}
+	defer cancel()
+	_ = l.Release(ctx)
 }
 
 // superviseCommand waits for the command to exit, passing signals on and
@@ -197,7 +216,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 
 // acquireForRun takes the lease, waiting up to wait; a signal cancels the
 // wait.
-func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (*lease.Lease, error) {
+func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, sigs <-chan os.Signal, progress io.Writer) (*lease.Lease, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	interrupted := make(chan struct{})
@@ -209,7 +228,7 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 		case <-ctx.Done():
 		}
 	}()
-	l, err := takeLease(ctx, m, name, ttl, wait)
+	l, err := takeLease(ctx, m, name, ttl, wait, progress, "run")
 	select {
 	case <-interrupted:
 		if l != nil {
@@ -234,7 +253,11 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 // says nothing of the name, so takeLease then asks once more without
 // waiting, for at most probeTimeout, and reports that answer (or the lease,
 // if the name came free just then).
-func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration) (*lease.Lease, error) {
+//
+// With a wait and a progress writer, takeLease says on it, as "picket: cmd:
+// ...", when it starts waiting (the name is held, by whom and until when) and
+// when it gets the lease after a wait.
+func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, progress io.Writer, cmd string) (got *lease.Lease, _ error) {
 	if wait == 0 {
 		d := tryTimeout(ttl)
 		tctx, cancel := context.WithTimeout(ctx, d)
@@ -245,7 +268,35 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 		}
 		return l, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	start := time.Now()
+	if progress != nil {
+		// One try first, to say whether there is anything to wait for
+		// (flock --verbose, consul lock -verbose).
+		tctx, cancel := context.WithTimeout(ctx, min(tryTimeout(ttl), wait))
+		l, err := m.TryAcquire(tctx, name, ttl)
+		cancel()
+		var held *lease.HeldError
+		switch {
+		case err == nil:
+			return l, nil
+		case ctx.Err() != nil:
+			return nil, err
+		case errors.As(err, &held):
+			fmt.Fprintf(progress, "picket: %s: %q is held by %q until %s; waiting up to %v\n",
+				cmd, name, held.Owner, held.Expires.Local().Format(time.TimeOnly), wait)
+		case errors.Is(err, lease.ErrHeld):
+			fmt.Fprintf(progress, "picket: %s: %q is held; waiting up to %v\n", cmd, name, wait)
+		default:
+			fmt.Fprintf(progress, "picket: %s: %q: %v; waiting up to %v\n", cmd, name, err, wait)
+		}
+		defer func() {
+			if got != nil {
+				fmt.Fprintf(progress, "picket: %s: got %q (token %d) after %v\n",
+					cmd, name, got.Token(), time.Since(start).Round(time.Millisecond))
+			}
+		}()
+	}
+	wctx, cancel := context.WithTimeout(ctx, start.Add(wait).Sub(time.Now()))
 	defer cancel()
 	l, err := m.Acquire(wctx, name, ttl)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {

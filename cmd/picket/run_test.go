@@ -161,3 +161,70 @@ func TestRunStopsCommandWhenServerGone(t *testing.T) {
 		t.Errorf("stderr %q does not say %q", r.stderr, want)
 	}
 }
+
+// TestRunExitsPromptlyWhenCutOff pauses the server under a running "picket
+// run" (SIGSTOP: connections are accepted by the kernel, never answered).
+// Renewals hang, the command gets SIGTERM before the local deadline and
+// exits at once; picket run must follow it promptly, not after a release
+// that waits out its timeout for an answer that is not coming. Before, it
+// exited releaseTimeout (5 s) after the command.
+func TestRunExitsPromptlyWhenCutOff(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, filepath.Join(dir, "picket.db"))
+	trace := filepath.Join(dir, "trace")
+	cmd := picket(t, "run", "-server", srv.url, "-name", "job", "-ttl", "3s",
+		"--", "sh", "-c", `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; while :; do sleep 0.05; done`, "sh", trace)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.cmd.Process.Signal(syscall.SIGCONT)
+	waitFor(t, 30*time.Second, "the command's SIGTERM", func() bool { return strings.Contains(readFile(t, trace), "TERM") })
+	termSeen := time.Now()
+	r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+	took := time.Since(termSeen)
+	if r.code != exitLost {
+		t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)
+	}
+	// Generous against a loaded machine: the fix does no I/O after the
+	// command exits; the bug waited 5 s.
+	if took > releaseTimeout/2 {
+		t.Errorf("picket run exited %v after its command; want promptly (the release of a lease it could not keep waited %v)", took, releaseTimeout)
+	}
+}
+
+// TestRunWaitSaysSo: "picket run -wait" says on stderr when it starts
+// waiting for a held name (by whom, until when) and when it gets the lease,
+// as flock --verbose and consul lock -verbose do; a name that is free is
+// taken without a word. "picket acquire -wait" says the same.
+func TestRunWaitSaysSo(t *testing.T) {
+	db := tempDB(t)
+	if r := runPicket(t, "acquire", "-db", db, "-name", "job", "-ttl", "1s", "-owner", "first"); r.code != exitOK {
+		t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
+	}
+	r := runPicket(t, "run", "-db", db, "-name", "job", "-ttl", "10s", "-wait", "30s", "--", "true")
+	if r.code != exitOK {
+		t.Fatalf("picket run -wait: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], `picket: run: "job" is held by "first" until `) || !strings.HasSuffix(lines[0], "; waiting up to 30s") ||
+		!strings.HasPrefix(lines[1], `picket: run: got "job" (token 2) after `) {
+		t.Errorf("picket run -wait on a held name: stderr\n%s\nwant a line when it starts waiting and one when it gets the lease", r.stderr)
+	}
+	if r := runPicket(t, "run", "-db", db, "-name", "free", "-ttl", "10s", "-wait", "30s", "--", "true"); r.code != exitOK || r.stderr != "" {
+		t.Errorf("picket run -wait on a free name: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+	if r := runPicket(t, "acquire", "-db", db, "-name", "job2", "-ttl", "1s"); r.code != exitOK {
+		t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
+	}
+	r = runPicket(t, "acquire", "-db", db, "-name", "job2", "-ttl", "10s", "-wait", "30s")
+	if r.code != exitOK || !strings.Contains(r.stderr, `picket: acquire: "job2" is held by`) || !strings.Contains(r.stderr, `picket: acquire: got "job2"`) {
+		t.Errorf("picket acquire -wait on a held name: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -25,6 +32,8 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 	wait := fs.Duration("wait", 0, "how long to wait for a held name (0: fail at once)")
 	owner := fs.String("owner", lease.DefaultOwner(), "a label for people: who holds the lease")
 	holder := fs.String("holder", "", "the holder secret (default: a new random one); re-acquire with the same holder is idempotent")
+	printF := fs.String("print", "", "print only these `fields` of the grant, comma-separated, space-separated on one line (name, holder, owner, token, ttl_ms, expires_at)")
+	hold := fs.Bool("hold", false, "hold the lease, renewing it, until SIGINT or SIGTERM, then release it (as etcdctl lock does); exit 4 if it is lost")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -34,17 +43,53 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 	case *wait < 0:
 		return usagef("acquire: -wait must not be negative")
 	}
+	fields, err := printFields("acquire", *printF, grantFields)
+	if err != nil {
+		return err
+	}
 	opts := []lease.ManagerOption{lease.WithOwner(*owner)}
 	if *holder != "" {
 		opts = append(opts, lease.WithHolder(*holder))
 	}
+	if *hold {
+		// Signals are ours from the start: before the grant they end the
+		// wait, after it they end the hold.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+	}
 	return sf.with(fs, func(s store) error {
-		l, err := takeLease(ctx, lease.NewManager(s, opts...), *name, *ttl, *wait)
+		l, err := takeLease(ctx, lease.NewManager(s, opts...), *name, *ttl, *wait, e.stderr, "acquire")
 		if err != nil {
 			return err
 		}
-		return httpapi.EncodeGrant(e.stdout, l.Grant())
+		if err := printOut(e.stdout, fields, func(w io.Writer) error { return httpapi.EncodeGrant(w, l.Grant()) }); err != nil {
+			l.Release(context.Background())
+			return err
+		}
+		if !*hold {
+			return nil
+		}
+		return holdLease(ctx, l)
 	})
+}
+
+// holdLease keeps l renewed until ctx ends (a signal), then releases it;
+// it returns an error matching lease.ErrLost (exit 4) if the lease is lost
+// first.
+func holdLease(ctx context.Context, l *lease.Lease) error {
+	l.KeepAlive()
+	select {
+	case <-ctx.Done():
+		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		if err := l.Release(rctx); err != nil {
+			return fmt.Errorf("acquire -hold: %w", err)
+		}
+		return nil
+	case <-l.Context().Done():
+		return fmt.Errorf("acquire -hold: %w", l.Err())
+	}
 }
 
 func runRenew(ctx context.Context, e *env, args []string) error {
@@ -53,10 +98,15 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 	sf.register(fs)
 	name, holder, tok := holderFlags(fs)
 	ttl := fs.Duration("ttl", 0, "the new time to live (0: the lease's TTL)")
+	printF := fs.String("print", "", "print only these `fields` of the grant, comma-separated (name, holder, owner, token, ttl_ms, expires_at)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	t, err := checkHolderFlags("renew", *name, *holder, *tok)
+	if err != nil {
+		return err
+	}
+	fields, err := printFields("renew", *printF, grantFields)
 	if err != nil {
 		return err
 	}
@@ -65,7 +115,7 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err // the store names the call and the lease
 		}
-		return httpapi.EncodeGrant(e.stdout, g)
+		return printOut(e.stdout, fields, func(w io.Writer) error { return httpapi.EncodeGrant(w, g) })
 	})
 }
 
@@ -156,17 +206,70 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	name := fs.String("name", "", "the lease `name` (required)")
+	printF := fs.String("print", "", "print only these `fields` of the lease, comma-separated (name, owner, token, ttl_ms, expires_at)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	if *name == "" {
 		return usagef("get: -name is required")
 	}
+	fields, err := printFields("get", *printF, infoFields)
+	if err != nil {
+		return err
+	}
 	return sf.with(fs, func(s store) error {
 		i, err := s.Get(ctx, *name)
 		if err != nil {
 			return err // the store names the call and the lease
 		}
-		return httpapi.EncodeInfo(e.stdout, i)
+		return printOut(e.stdout, fields, func(w io.Writer) error { return httpapi.EncodeInfo(w, i) })
 	})
+}
+
+// The fields -print can name: the members of the HTTP API's grant and info
+// objects.
+var (
+	grantFields = []string{"name", "holder", "owner", "token", "ttl_ms", "expires_at"}
+	infoFields  = []string{"name", "owner", "token", "ttl_ms", "expires_at"}
+)
+
+// printFields reads -print: fields of valid, comma-separated; nil for none.
+func printFields(cmd, s string, valid []string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var fields []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(valid, f) {
+			return nil, usagef("%s: -print %q: %q is not a field (want %s, comma-separated)", cmd, s, f, strings.Join(valid, ", "))
+		}
+		fields = append(fields, f)
+	}
+	return fields, nil
+}
+
+// printOut writes what encode writes (one JSON object, as the HTTP API
+// answers), or, with fields, only their values, space-separated on one line,
+// for a shell's read: picket acquire -print holder,token | read holder tok.
+func printOut(w io.Writer, fields []string, encode func(io.Writer) error) error {
+	if fields == nil {
+		return encode(w)
+	}
+	var b bytes.Buffer
+	if err := encode(&b); err != nil {
+		return err
+	}
+	d := json.NewDecoder(&b)
+	d.UseNumber()
+	var obj map[string]any
+	if err := d.Decode(&obj); err != nil {
+		return err
+	}
+	vals := make([]string, len(fields))
+	for i, f := range fields {
+		vals[i] = fmt.Sprint(obj[f])
+	}
+	_, err := fmt.Fprintln(w, strings.Join(vals, " "))
+	return err
 }

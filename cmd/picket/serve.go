@@ -324,11 +324,14 @@ type sweeper interface {
 // given, else the SQLite file (which also sweeps and keeps the quota).
 func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota,
 	logger log.Logger, metrics *httpapi.Metrics, extra ...sqlite.Option) (servedStore, sweeper, error) {
+	// A store named on the command line wins over one in the environment.
+	dbFrom, etcdFrom := flagSource(fs, "db"), flagSource(fs, "etcd")
+	if etcdF.set() && dbFrom == onCommandLine && etcdFrom != onCommandLine {
+		etcdF.endpoints = ""
+	}
 	if etcdF.set() {
-		dbSet := false
-		fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
-		if dbSet {
-			return nil, nil, usagef("serve: -etcd and -db exclude each other")
+		if dbFrom != "" && (dbFrom == onCommandLine) == (etcdFrom == onCommandLine) {
+			return nil, nil, usagef("serve: %s and %s exclude each other: name one store", describeFlag("etcd", etcdFrom), describeFlag("db", dbFrom))
 		}
 		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")),
 			etcd.WithQuota(etcd.Quota{MaxLeases: quota.MaxLeases, MaxKVKeys: quota.MaxKVKeys, MaxKVBytes: quota.MaxKVBytes}))

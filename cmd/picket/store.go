@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
-	"github.com/peterbourgon/ff/v3"
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
@@ -58,26 +61,56 @@ type store interface {
 }
 
 // open opens the store the flags name. fs must have been parsed.
+//
+// The store flags come from two places, the command line and the
+// environment (PICKET_DB, PICKET_SERVER, PICKET_ETCD,
+// PICKET_AUTH_TOKEN_FILE). A store named on the command line wins over one
+// named in the environment, whose flags are then ignored: with
+// PICKET_SERVER exported, as the README suggests, "picket ls -db x.db" reads
+// x.db. Two stores named in one place are a usage error that says where each
+// came from.
 func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
-	dbSet := false
-	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "db" {
-			dbSet = true
+	db, server, etcdSet := flagSource(fs, "db"), flagSource(fs, "server"), flagSource(fs, "etcd")
+	if f.server == "" {
+		server = ""
+	}
+	if !f.etcd.set() {
+		etcdSet = ""
+	}
+	// The command line wins: drop every store the environment names.
+	if db == onCommandLine || server == onCommandLine || etcdSet == onCommandLine {
+		if db != onCommandLine {
+			db = ""
 		}
-	})
+		if server != onCommandLine {
+			server, f.server = "", ""
+			if flagSource(fs, "auth-token-file") != onCommandLine {
+				f.authFile = ""
+			}
+		}
+		if etcdSet != onCommandLine {
+			etcdSet, f.etcd.endpoints = "", ""
+		}
+	}
+	var named []string
+	for _, n := range []struct{ flag, from string }{{"db", db}, {"server", server}, {"etcd", etcdSet}} {
+		if n.from != "" {
+			named = append(named, describeFlag(n.flag, n.from))
+		}
+	}
+	if len(named) > 1 {
+		return nil, usagef("%s exclude each other: name one store", strings.Join(named, " and "))
+	}
 	if f.etcd.set() {
-		if dbSet || f.server != "" {
-			return nil, usagef("-etcd excludes -db and -server")
+		if f.authFile != "" {
+			return nil, usagef("%s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
 		}
-		if f.authFile != "" || f.tls.set() {
-			return nil, usagef("-auth-token-file, -ca, -cert and -key need -server")
+		if f.tls.set() {
+			return nil, usagef("-ca, -cert and -key need -server")
 		}
 		return f.etcd.open()
 	}
 	if f.server != "" {
-		if dbSet {
-			return nil, usagef("-db and -server exclude each other")
-		}
 		var opts []httpapi.ClientOption
 		if f.authFile != "" {
 			tok, err := readAuthToken(f.authFile)
@@ -96,12 +129,15 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 		}
 		c, err := httpapi.NewClient(url, opts...)
 		if err != nil {
-			return nil, usagef("-server: %v", err)
+			return nil, usagef("%s: %v", describeFlag("server", server), err)
 		}
 		return remote{c}, nil
 	}
-	if f.authFile != "" || f.tls.set() {
-		return nil, usagef("-auth-token-file, -ca, -cert and -key need -server")
+	if f.authFile != "" {
+		return nil, usagef("%s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
+	}
+	if f.tls.set() {
+		return nil, usagef("-ca, -cert and -key need -server")
 	}
 	s, err := sqlite.Open(f.db, overlayOption(f.allowOverlay)...)
 	if err != nil {
@@ -150,38 +186,124 @@ func readAuthToken(path string) (string, error) {
 
 // envPrefix names the environment variables that stand in for flags:
 // -auth-token-file can come from PICKET_AUTH_TOKEN_FILE, -db from PICKET_DB.
-const envPrefix = "PICKET"
+const envPrefix = "PICKET_"
+
+// envVar is the environment variable that stands in for a flag.
+func envVar(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// fromEnv marks a flag whose value came from its environment variable: parse
+// wraps the flag's Value in it, so flagSource can tell the two places apart.
+type fromEnv struct {
+	flag.Value
+	name string // the variable
+}
+
+// onCommandLine is what flagSource answers for a flag given on the command
+// line; for a flag from the environment it answers the variable's name.
+const onCommandLine = "command line"
+
+// flagSource says where the flag called name got its value: onCommandLine,
+// the environment variable's name, or "" when the flag was not set.
+func flagSource(fs *flag.FlagSet, name string) string {
+	from := ""
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != name {
+			return
+		}
+		from = onCommandLine
+		if e, ok := f.Value.(fromEnv); ok {
+			from = e.name
+		}
+	})
+	return from
+}
+
+// describeFlag names a flag with where it was set, for an error message:
+// "-db (command line)" or "-server (PICKET_SERVER in the environment)".
+func describeFlag(name, from string) string {
+	if from == onCommandLine || from == "" {
+		return "-" + name + " (command line)"
+	}
+	return "-" + name + " (" + from + " in the environment)"
+}
 
 // parse parses args into fs, mapping flag errors to usage errors. A flag not
 // on the command line is taken from its environment variable (PICKET_ and
-// the flag's name in capitals, dashes as underscores), if set: the command
-// line wins. Positional arguments are refused unless allowArgs.
+// the flag's name in capitals, dashes as underscores), if set and not empty:
+// the command line wins. Positional arguments are refused unless allowArgs.
 func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
-	// The flag package calls Usage after printing a command-line error; an
-	// error in an environment variable comes back unprinted.
-	printed, usage := false, fs.Usage
-	fs.Usage = func() {
-		printed = true
-		if usage != nil {
-			usage()
-			return
-		}
-		fmt.Fprintf(fs.Output(), "Usage of %s:\n", fs.Name())
-		fs.PrintDefaults()
-	}
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(envPrefix)); err != nil {
+	out := fs.Output()
+	var printed bytes.Buffer
+	fs.SetOutput(&printed)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
+		// The flag package has printed the error and the usage: pass them
+		// on, with a hint after the error if there is one.
 		if errors.Is(err, flag.ErrHelp) {
+			out.Write(printed.Bytes())
 			return &exitStatus{code: exitOK}
 		}
-		if printed {
-			return &exitStatus{code: exitUsage}
+		first, rest, _ := strings.Cut(printed.String(), "\n")
+		fmt.Fprintln(out, first)
+		if hint := durationHint(fs, err.Error()); hint != "" {
+			fmt.Fprintln(out, hint)
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		fmt.Fprint(out, rest)
+		return &exitStatus{code: exitUsage}
+	}
+	onLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onLine[f.Name] = true })
+	fs.VisitAll(func(f *flag.Flag) {
+		v := os.Getenv(envVar(f.Name))
+		if err != nil || onLine[f.Name] || v == "" {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = usagef("%s: %s=%q: invalid value for -%s: %v", fs.Name(), envVar(f.Name), v, f.Name, e)
+			if hint := durationHint(fs, fmt.Sprintf("invalid value %q for flag -%s: ", v, f.Name)); hint != "" {
+				err = usagef("%v\n%s", err, hint)
+			}
+			return
+		}
+		f.Value = fromEnv{f.Value, envVar(f.Name)}
+	})
+	if err != nil {
+		return err
 	}
 	if !allowArgs && fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
+}
+
+// badValue matches the flag package's error for a value a flag refused.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+
+// durationHint says what a number given to a duration flag lacks, from the
+// flag package's error: -ttl 10 is refused, and 10s is what was meant.
+func durationHint(fs *flag.FlagSet, msg string) string {
+	m := badValue.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return ""
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	if _, isDuration := g.Get().(time.Duration); !isDuration {
+		return ""
+	}
+	if _, err := strconv.ParseFloat(m[1], 64); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("-%s takes a duration with a unit: %ss for seconds (or %sms, %sm, %sh)", m[2], m[1], m[1], m[1], m[1])
 }
 
 func newFlagSet(e *env, name string) *flag.FlagSet {

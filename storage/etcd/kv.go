@@ -166,7 +166,7 @@ func firstKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
 // GetFenced returns the value stored under key and the highest token key
 // has seen.
 //
-// Errors: lease.ErrInvalid, lease.ErrNotFound (never written, or deleted),
+// Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (never written, or deleted),
 // an *UnavailableError, ErrClosed, or ctx's error.
 func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
 	if err := lease.ValidateName(key); err != nil {
@@ -183,7 +183,7 @@ func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token,
 	}
 	kv := firstKV(resp.Responses[0])
 	if kv == nil {
-		return nil, 0, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNotFound)
+		return nil, 0, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNoKey)
 	}
 	tok, flag, value, err := decodeFenced(kv.Value)
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token,
 	}
 	tok = max(tok, token.Token(f.Floor)) // a raised floor raises every key (floor.go)
 	if flag == flagDeleted {
-		return nil, tok, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNotFound)
+		return nil, tok, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNoKey)
 	}
 	if value == nil {
 		value = []byte{}

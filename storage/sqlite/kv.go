@@ -70,7 +70,7 @@ func (s *Store) DeleteFenced(ctx context.Context, key string, tok token.Token) e
 // GetFenced returns the value stored under key and the highest token key
 // has seen.
 //
-// Errors: lease.ErrInvalid, lease.ErrNotFound (also for a deleted key),
+// Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (also for a deleted key),
 // ErrClosed, or the error of the read or ctx's.
 func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
 	if err := lease.ValidateName(key); err != nil {
@@ -87,7 +87,7 @@ func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token,
 		return s.rdb.QueryRowContext(ctx, "SELECT value, token FROM kv WHERE key = ? AND updated_at >= 0", key).Scan(&value, &tok)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, fmt.Errorf("sqlite: get fenced %q: %w", key, lease.ErrNotFound)
+		return nil, 0, fmt.Errorf("sqlite: get fenced %q: %w", key, lease.ErrNoKey)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlite: get fenced %q: %w", key, err)

@@ -106,7 +106,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := s.open(context.Background(), cfg.readConns); err != nil {
 		s.closeDBs()
 		s.m.exit(true)
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return nil, openFailed(abs, err)
 	}
 	s.m.exit(false)
 	go s.writeLoop()
