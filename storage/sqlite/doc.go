@@ -28,7 +28,9 @@
 // Several processes on one host may share a file: SQLite's locks serialise
 // their writers, busy_timeout waits, and the store retries a busy BEGIN
 // itself, so SQLITE_BUSY never reaches a caller. The file must be on a local
-// file system (WAL needs shared memory).
+// file system (WAL needs shared memory); overlayfs, whose locks do not reach
+// its upper directory, is refused (ErrOverlay, unless WithOverlayRisk), and
+// tmpfs opens with a warning: its tokens do not survive a reboot (fsys.go).
 //
 // Acquires that wait for a held name queue in the file (the waiters table),
 // so the waiters of every process sharing it are served in the order they
@@ -47,9 +49,12 @@
 // every read with the snapshot it reads); when they differ (the host
 // rebooted, or another opener's clock is offset), the stored deadlines mean
 // nothing, so every lease left in it is held again for its full TTL from that
-// moment, and the store logs it. Openers in different epochs taking turns
-// keep leases alive longer (liveness), never shorter. Wall-clock time only
-// renders deadlines for people (Grant.Expires).
+// moment, and the store logs it. Two live openers in different epochs would
+// do that to each other at every turn, and no lease would ever end, so Open
+// refuses to join a file that another live opener uses in another epoch
+// (ErrOtherEpoch, epochs.go); a system clock whose epoch cannot be read is
+// refused too (ErrNoEpoch). Wall-clock time only renders deadlines for
+// people (Grant.Expires).
 //
 // # Failing closed
 //
@@ -72,7 +77,10 @@
 // (ErrCopyInUse) and a backup (ErrBackupCopy) unless WithTokenFloor raises
 // the counter past every token handed out since the copy. Close checkpoints
 // and truncates the WAL, so a stopped store is one file; Backup writes a
-// consistent copy of a live one. See inode.go, files.go and backup.go.
+// consistent copy of a live one; a floor also raises the fenced keys and is
+// refused beside a running store (ErrInUse, floor.go). A store whose path
+// stops naming its file (moved, deleted, replaced) fails closed (ErrMoved,
+// moved.go). See inode.go, files.go, inuse.go and backup.go.
 //
 // # Fenced key-value table
 //

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,13 +68,12 @@ func startReader(t *testing.T, path string) (stop func()) {
 	if !sc.Scan() || sc.Text() != "reading" {
 		t.Fatalf("the reader said %q", sc.Text())
 	}
-	done := false
+	var once sync.Once
 	stop = func() {
-		if !done {
-			done = true
+		once.Do(func() {
 			stdin.Close()
 			cmd.Wait()
-		}
+		})
 	}
 	t.Cleanup(stop)
 	return stop
