@@ -175,7 +175,7 @@ func openBenchStore(e *env, db, server, authFile string, maxClients int) (s leas
 		if !temporary {
 			return
 		}
-		for _, suffix := range []string{"", "-wal", "-shm"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-reserve"} {
 			os.Remove(path + suffix)
 		}
 		if db == "" {

@@ -49,6 +49,7 @@ type Store struct {
 	walBefore string      // the mark of the -wal found at open (files.go)
 	m         *member     // the Store's place among the file's openers (inode.go)
 	floor     token.Token // WithTokenFloor (backup.go)
+	space     space       // a full disk and the reserve (reserve.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -106,6 +107,7 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err := createPrivate(s.path); err != nil {
 		return err
 	}
+	s.checkSpace()                    // reserve.go: before SQLite needs room for its -shm
 	if err := s.enter(); err != nil { // files.go
 		return err
 	}
@@ -143,7 +145,11 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	}
 	s.rdb.SetMaxOpenConns(readConns)
 	s.rdb.SetMaxIdleConns(readConns)
-	return s.rdb.PingContext(ctx)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return err
+	}
+	s.keepReserve() // reserve.go
+	return nil
 }
 
 // openWriterConn opens the writer connection. Its DSN switches the file to
