@@ -111,6 +111,7 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err := s.enter(); err != nil { // files.go
 		return err
 	}
+	hook("joining") // holding the gate
 	var err error
 	if s.wdb, err = sql.Open("sqlite", writerDSN(s.real, min(s.busy, sqliteBusyWait))); err != nil {
 		return err
