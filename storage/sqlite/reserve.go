@@ -3,12 +3,10 @@ package sqlite
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log/level"
-	"golang.org/x/sys/unix"
 
 	"github.com/picketlock/picket/lease"
 )
@@ -45,21 +43,6 @@ type space struct {
 }
 
 func reservePath(real string) string { return real + "-reserve" }
-
-// freeBytes is the space the store's process may still write on the file
-// system of path's directory: the blocks free to unprivileged users, or every free block
-// for root (who may write into the blocks ext4 keeps back).
-func freeBytes(path string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
-		return 0, err
-	}
-	blocks := st.Bavail
-	if os.Geteuid() == 0 {
-		blocks = st.Bfree
-	}
-	return int64(blocks) * st.Bsize, nil
-}
 
 // checkSpace runs in Open before SQLite opens the file (which needs room
 // for its -shm): on a disk with less than reserveSize free, the reserve is
@@ -185,8 +168,9 @@ func (s *Store) tryLeaveLow() bool {
 	if !s.space.low.Load() {
 		return true
 	}
+	// Where the free space cannot be measured, writing the reserve is the test.
 	free, err := freeBytes(s.path)
-	if err != nil || free < 2*reserveSize || time.Since(s.space.tried) < walIdle {
+	if err == nil && free < 2*reserveSize || time.Since(s.space.tried) < walIdle {
 		return false
 	}
 	if err := writeReserve(reservePath(s.real)); err != nil {
