@@ -195,7 +195,7 @@ func openBenchStore(e *env, db, server, authFile string, force bool, maxClients 
 		if !temporary {
 			return
 		}
-		for _, suffix := range []string{"", "-wal", "-shm"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-reserve"} {
 			os.Remove(path + suffix)
 		}
 		if db == "" {

@@ -320,6 +320,9 @@ func (s *Store) checkpoint(ctx context.Context) {
 func (s *Store) leave() error {
 	gate := s.m.reenter(s.busy)
 	defer s.m.exit(true)
+	if !gate {
+		s.keepWAL() // gate.go: the file stays openable
+	}
 	if s.rdb != nil {
 		s.rdb.Close() // readers would hold the checkpoint back
 		s.rdb = nil

@@ -58,7 +58,9 @@ func failureReason(err error) string {
 }
 
 // Health returns nil when the store can grant as far as it knows: it has
-// not failed closed, its last write did not fail, and it answers a read.
+// not failed closed, it is not low on disk space (reserve.go: at Open too,
+// so a store restarted on a full disk is unhealthy), its last write did not
+// fail, and it answers a read.
 // Errors, each matching lease.ErrUnavailable and saying why: a
 // *FailedError after a failed commit or once the store's path no longer
 // names its file (ErrMoved), the failure of the last write ("disk
@@ -75,6 +77,9 @@ func (s *Store) Health(ctx context.Context) error {
 	}
 	if err := s.checkPlace(); err != nil { // moved.go
 		return s.fail(err)
+	}
+	if s.space.low.Load() { // reserve.go: measured at Open too
+		return fmt.Errorf("sqlite: health: %w", s.lowError())
 	}
 	if w := s.lastErr.Load(); w != nil {
 		return fmt.Errorf("sqlite: health: the last write failed at %s: %s (%v): %w",

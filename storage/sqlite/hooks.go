@@ -9,6 +9,8 @@ package sqlite
 //	                 release handed the name to are not yet.
 //	"acquire-answered": (not the writer's) a waiting Acquire's try was
 //	                 answered, the call is about to settle its parked op.
+//	"joining":       (not the writer's) Open holds the file's gate, the
+//	                 file identified, before SQLite's writer opens it.
 //
 // The crash tests kill the process there. Tests in one process set a hook
 // on one store instead (SetStoreHook in export_test.go).

@@ -115,9 +115,11 @@ func enterFile(path string, busy time.Duration) (*member, error) {
 	return m, err
 }
 
-// takeGate write-locks the gate byte, polling up to busy.
+// takeGate write-locks the gate byte, polling up to busy, unless the
+// process holding it is stopped (gate_linux.go).
 func (m *member) takeGate(busy time.Duration) error {
 	start := time.Now()
+	checked := false // for a stopped holder
 	for {
 		err := m.setLock(unix.F_WRLCK, lockGate, 1)
 		if err == nil {
@@ -129,6 +131,12 @@ func (m *member) takeGate(busy time.Duration) error {
 		}
 		if time.Since(start) >= busy {
 			return fmt.Errorf("another process kept %s's gate locked (joining or leaving it) for %v", m.path, busy)
+		}
+		if !checked && time.Since(start) >= gateStallCheck {
+			checked = true
+			if err := stoppedGateHolder(m.file.f, m.path); err != nil { // gate_linux.go
+				return err
+			}
 		}
 		time.Sleep(gatePoll)
 	}

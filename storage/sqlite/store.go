@@ -54,6 +54,7 @@ type Store struct {
 
 	overlayRisk bool     // WithOverlayRisk (fsys.go)
 	place       fileHere // the file the path named at Open (moved.go)
+	space       space    // a full disk and the reserve (reserve.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -120,12 +121,14 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err := createPrivate(s.path); err != nil {
 		return err
 	}
+	s.checkSpace()                    // reserve.go: before SQLite needs room for its -shm
 	if err := s.enter(); err != nil { // files.go
 		return err
 	}
 	if err := s.notePlace(); err != nil { // moved.go
 		return err
 	}
+	hook("joining") // holding the gate
 	var err error
 	if s.wdb, err = sql.Open("sqlite", writerDSN(s.real, min(s.busy, sqliteBusyWait))); err != nil {
 		return err
@@ -163,7 +166,11 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	}
 	s.rdb.SetMaxOpenConns(readConns)
 	s.rdb.SetMaxIdleConns(readConns)
-	return s.rdb.PingContext(ctx)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return err
+	}
+	s.keepReserve() // reserve.go
+	return nil
 }
 
 // openWriterConn opens the writer connection. Its DSN switches the file to

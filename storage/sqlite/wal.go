@@ -39,10 +39,12 @@ type walKeeper struct {
 	warned  time.Time
 }
 
-func newWALKeeper() *walKeeper {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &walKeeper{timer: t}
+func newWALKeeper(low bool) *walKeeper {
+	t := time.NewTimer(walIdle)
+	if !low { // a store that opened low on space (reserve.go) ticks at once
+		t.Stop()
+	}
+	return &walKeeper{timer: t, armed: low}
 }
 
 // wrote notes a batch; it arms the timer if it is not armed (one branch per
@@ -72,21 +74,40 @@ func (s *Store) walTick(k *walKeeper) {
 		}
 		return
 	}
+	low := s.space.low.Load() // reserve.go: a store low on space checks every walIdle
+	if low {
+		k.armed = true
+		k.timer.Reset(walIdle)
+	}
+	if size <= walLimit && !low {
+		return
+	}
+	if size > 0 && s.truncateWAL() {
+		level.Debug(s.logger).Log("msg", "idle: truncated the -wal", "from_bytes", size, "path", s.path)
+		s.tryLeaveLow()
+		return
+	}
+	s.tryLeaveLow()
 	if size <= walLimit {
 		return
 	}
-	var busy, logPages, done int
-	err := s.w.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
-	if err == nil && busy == 0 {
-		level.Debug(s.logger).Log("msg", "idle: truncated the -wal", "from_bytes", size, "path", s.path)
-		return
-	}
 	// A reader holds a snapshot the checkpoint cannot pass: try again later.
-	k.armed = true
-	k.timer.Reset(walIdle)
+	if !k.armed {
+		k.armed = true
+		k.timer.Reset(walIdle)
+	}
 	if size > walWarn {
 		s.warnWAL(k, size, "the idle store cannot truncate its -wal")
 	}
+}
+
+// truncateWAL copies the -wal into the database file and truncates it to
+// nothing, unless a reader holds a snapshot it cannot pass; it reports
+// whether it did.
+func (s *Store) truncateWAL() bool {
+	var busy, logPages, done int
+	err := s.w.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
+	return err == nil && busy == 0
 }
 
 func (s *Store) warnWAL(k *walKeeper, size int64, what string) {

@@ -132,8 +132,8 @@ func (s *Store) writeLoop() {
 	defer close(s.done)
 	defer s.unarm() // bell.go: before the read pool and the file's descriptor close
 	batch := make([]*op, 0, s.maxBatch)
-	last := 0             // the size of the previous batch
-	wal := newWALKeeper() // wal.go
+	last := 0                               // the size of the previous batch
+	wal := newWALKeeper(s.space.low.Load()) // wal.go
 	defer wal.timer.Stop()
 	for {
 		select {
@@ -242,11 +242,14 @@ func (s *Store) runBatch(batch []*op) {
 		answer(s.fail(err))
 		return
 	}
+	if batch = s.refuseWhileLow(batch); len(batch) == 0 { // reserve.go
+		return
+	}
 	start := time.Now()
 	var results, handedRes []result
 	var handed, undone, uncertain []*op
 	var commitErr error
-	err := s.retryBusy(context.Background(), func() error {
+	attempt := func() error {
 		var err error
 		handed = handed[:0]
 		results, handedRes, err = s.execBatch(batch, &handed)
@@ -259,7 +262,13 @@ func (s *Store) runBatch(batch []*op) {
 			undone = append(undone, handed...)
 		}
 		return err
-	})
+	}
+	err := s.retryBusy(context.Background(), attempt)
+	if err != nil && isFull(err) && len(undone)+len(uncertain) == 0 && s.onFull() {
+		// The disk is full and the store just gave its reserve back
+		// (reserve.go): the batch, rolled back whole, fits now.
+		err = s.retryBusy(context.Background(), attempt)
+	}
 	for _, p := range undone { // their waiters wait on
 		p.res = result{err: errHandOverUndone}
 		close(p.done)

@@ -1,12 +1,122 @@
 package sqlite
 
-// Control (mutant) of identify.go for TestRefusedFileIdentified: the old
-// order, in which Open made the files private first and identified nothing,
-// so a refused file was chmodded and a text file called corrupt.
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unicode"
+	"unicode/utf8"
+)
 
+// A file given to Open is identified before anything changes it: nothing of
+// a file that is refused (another application's, a text file, a corrupt
+// file) is chmodded, migrated or given a -wal. checkFile runs in enter,
+// holding the gate, before the writer connection opens.
+
+// sqliteMagic begins every SQLite database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// checkFile identifies the file, refuses it if it is not a picket database
+// (or an empty file, which becomes one) or if its pages are corrupt, and
+// only then makes the files private (tightenModes): a refused file keeps
+// its mode.
 func (s *Store) checkFile() error {
-	if err := s.tightenModes(s.real); err != nil {
+	if err := s.tightenModes(s.real); err != nil { // mutant: the old order, chmod first
 		return err
 	}
-	return s.inspect()
+	return s.inspect() // mutant: and nothing identified
+	head, err := readHead(s.real)
+	if err != nil {
+		return err
+	}
+	if len(head) > 0 && !bytes.HasPrefix(head, sqliteMagic) {
+		return fmt.Errorf("%w: it is not an SQLite database at all but %s; left untouched: check the path (-db)",
+			ErrNotPicket, describeHead(head))
+	}
+	if err := s.inspect(); err != nil {
+		return nameCorrupt(err, head)
+	}
+	return s.tightenModes(s.real)
+}
+
+// readHead returns the first 100 bytes of the file (SQLite's header), fewer
+// if the file is shorter.
+func readHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 100)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read the header of %s: %w", path, err)
+	}
+	return head[:n], nil
+}
+
+// headerAppID returns the application_id in an SQLite header (0 if the
+// header is too short). It is a hint: a change not yet checkpointed lives
+// in the -wal.
+func headerAppID(head []byte) uint32 {
+	if len(head) < 72 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(head[68:72])
+}
+
+// nameCorrupt says whose file a corrupt database is, from its header: a
+// picket database is ErrCorrupt (restore it); another application's is
+// ErrNotPicket (never picket's to restore).
+func nameCorrupt(err error, head []byte) error {
+	if !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	switch app := headerAppID(head); app {
+	case picketAppID:
+		return fmt.Errorf("a picket database (application_id %#x) whose pages are damaged: %w", app, err)
+	case 0:
+		return fmt.Errorf("an SQLite database without an application_id (picket's before its first store opened, or another program's): %w", err)
+	default:
+		return fmt.Errorf("%w: it is another application's SQLite database (application_id %#x, picket's is %#x), "+
+			"and its pages are damaged; left untouched: check the path (-db)", ErrNotPicket, app, picketAppID)
+	}
+}
+
+// describeHead names what a file that is not an SQLite database looks like
+// from its first bytes.
+func describeHead(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return "a gzip file"
+	case bytes.HasPrefix(head, []byte("\x7fELF")):
+		return "an executable (ELF)"
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return "a zip file"
+	case bytes.HasPrefix(head, []byte("%PDF")):
+		return "a PDF file"
+	}
+	text := head
+	for !utf8.Valid(text) && len(text) > 0 { // a rune cut at byte 100
+		text = text[:len(text)-1]
+	}
+	printable := utf8.Valid(text) && len(text) > 0
+	for _, r := range string(text) {
+		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
+			printable = false
+			break
+		}
+	}
+	if printable {
+		line, _, _ := bytes.Cut(text, []byte("\n"))
+		if len(line) > 40 {
+			line = append(line[:37:37], "..."...)
+		}
+		return fmt.Sprintf("a text file beginning %q", line)
+	}
+	n := min(len(head), 8)
+	return fmt.Sprintf("a binary file beginning % x", head[:n])
 }
