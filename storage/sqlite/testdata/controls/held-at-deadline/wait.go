@@ -51,7 +51,7 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 	s.armAndPark(p) // 1
 	defer func() { s.waiters.unpark(p) }()
 	next := acquireOp(req) // 2
-	next.parked = p
+	next.parked, next.light = p, s.heldNow(ctx, req.Name)
 	for {
 		res := s.submit(ctx, next)
 		if !errors.Is(res.err, lease.ErrHeld) || time.Until(deadline) <= 0 {
