@@ -102,7 +102,9 @@ func (s *Store) endWait(ctx context.Context, p *op, req lease.AcquireRequest, re
 		return res.grant, res.err
 	}
 	if !errors.Is(res.err, lease.ErrHeld) {
-		s.forgetRow(seq) // answered otherwise; the row, if any, goes
+		if s.waiters.bySeq(seq) == p {
+			s.forgetRow(seq) // answered otherwise; the row goes (a claim deleted it already)
+		}
 		return res.grant, res.err
 	}
 	last := pollOp(req, nil, true)
