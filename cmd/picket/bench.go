@@ -46,8 +46,23 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	names := fs.String("names", "all", "the workloads, comma-separated: distinct (acquire+release, each client its own name), fresh (new names, never released), hot (one name, hand-over), or all")
 	asJSON := fs.Bool("json", false, "print one JSON object per row instead of the table")
 	chart := fs.String("chart", "", "write an SVG chart of grants/s against clients to `file`")
+	procs := fs.String("procs", "", "instead: many processes on one file, for each `N` of a comma list: N processes taking turns on one name against N goroutines of one process, and the CPU of N idle waiting processes (embedded only)")
+	hold := fs.Duration("hold", 2*time.Millisecond, "with -procs: how long each grant is held")
 	if err := parse(fs, args, false); err != nil {
 		return err
+	}
+	if *procs != "" {
+		counts, err := parseClients(*procs)
+		if err != nil {
+			return err
+		}
+		if *server != "" {
+			return usagef("bench: -procs measures an embedded file: it excludes -server")
+		}
+		if *d <= 0 || *d > maxBenchDuration || *hold < 0 || *hold > time.Second {
+			return usagef("bench: -d %v or -hold %v is out of bounds", *d, *hold)
+		}
+		return runBenchProcs(ctx, e, *db, counts, *d, *hold)
 	}
 	clients, err := parseClients(*clientsFlag)
 	if err != nil {

@@ -231,3 +231,33 @@ func TestBenchUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchProcs: picket bench -procs runs N picket processes on one file
+// against N goroutines, and N idle waiters, and prints a row per N with
+// grants in both and each process served; bad values are usage errors.
+func TestBenchProcs(t *testing.T) {
+	db := tempDB(t)
+	r := runPicket(t, "bench", "-db", db, "-procs", "1,3", "-d", "300ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for _, n := range []string{"1", "3"} {
+		var row []string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if f := strings.Fields(l); len(f) == 6 && f[0] == n {
+				row = f
+			}
+		}
+		if row == nil {
+			t.Fatalf("no row for %s processes in:\n%s", n, r.stdout)
+		}
+		if row[1] == "0" || row[2] == "0" || strings.HasPrefix(row[4], "0.00-") {
+			t.Errorf("row %v: a column without grants, or a process without a share", row)
+		}
+	}
+	for _, args := range [][]string{{"-procs", "0"}, {"-procs", "2", "-server", "http://127.0.0.1:1"}, {"-procs", "2", "-hold", "-1s"}} {
+		if r := runPicket(t, append([]string{"bench"}, args...)...); r.code != exitUsage {
+			t.Errorf("bench %v: exit %d, want %d (usage)", args, r.code, exitUsage)
+		}
+	}
+}

@@ -100,6 +100,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if name == runGuardCommand {
 		return exitCode(stderr, runGuard(rest))
 	}
+	if name == benchProcCommand { // bench_procs.go
+		return exitCode(stderr, runBenchProc(ctx, e, rest))
+	}
 	for _, c := range commands() {
 		if c.name == name && c.run != nil {
 			return exitCode(stderr, c.run(ctx, e, rest))

@@ -192,14 +192,17 @@ func (s *Store) bellLoop(done chan struct{}) {
 }
 
 // checkRows is the fallback check: it wakes the calls of this process
-// whose rows were granted, whose names are free, or whose rows are gone.
+// whose rows were granted, whose names are free or held by a grant to
+// another waiter that lapsed, or whose rows are gone.
 func (s *Store) checkRows() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	now := s.clock.Now()
 	rows, err := s.rdb.QueryContext(ctx, `SELECT w.seq,
-			w.token > 0 OR l.name IS NULL OR l.expires_at + l.lock_delay_ms * 1000000 <= ?
-		FROM waiters w LEFT JOIN leases l ON l.name = w.name WHERE w.process = ?`,
-		int64(s.clock.Now()), s.bell.id)
+			w.token > 0 OR l.name IS NULL OR l.expires_at + l.lock_delay_ms * 1000000 <= ?1
+			OR (l.granted_at <= ?2 AND EXISTS (SELECT 1 FROM waiters g WHERE g.name = l.name AND g.token = l.token))
+		FROM waiters w LEFT JOIN leases l ON l.name = w.name WHERE w.process = ?3`,
+		int64(now), int64(now-claimWindow), s.bell.id)
 	if err != nil {
 		return // the next tick tries again
 	}

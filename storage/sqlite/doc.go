@@ -34,9 +34,12 @@
 //
 // Acquires that wait for a held name queue in the file (the waiters table),
 // so the waiters of every process sharing it are served in the order they
-// came: a release hands the name to the oldest in its own transaction, and
-// a waiter in another process learns of it from a change notification on
-// the -wal file (inotify on Linux; a timer elsewhere). See queue.go.
+// came: a release hands the name to the oldest in its own transaction. A
+// waiter in another process is woken alone, by a datagram to its Store's
+// socket, and claims the grant, which lapses if it does not (a frozen or
+// killed waiter); a dead process's waiters are known from a lock the kernel
+// dropped, and waiting costs no write and no timer but a read once a
+// second. See wait.go, then bell.go and queue.go.
 //
 // # Time
 //

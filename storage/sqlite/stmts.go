@@ -53,7 +53,7 @@ type writer struct {
 	// The waiters queue (queue.go).
 	waitersOf, waiterRow, enqueue *sql.Stmt
 	dropWaiter, markWaiter        *sql.Stmt
-	dropLapsed, claim             *sql.Stmt
+	dropLapsed, lapsed            *sql.Stmt
 }
 
 func (w *writer) prepare(ctx context.Context) error {
@@ -99,8 +99,10 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.dropWaiter, "DELETE FROM waiters WHERE seq = ?"},
 		{&w.markWaiter, "UPDATE waiters SET token = ? WHERE seq = ?"},
 		{&w.dropLapsed, "DELETE FROM waiters WHERE name = ? AND token > 0"},
-		{&w.claim, `UPDATE leases SET ttl_ms = ?1, expires_at = ?2, lock_delay_ms = ?3
-			WHERE name = ?4 AND holder = ?5 AND token = ?6 AND expires_at > ?7`},
+		// An unclaimed grant to a waiter, past the claim window: the
+		// waiter's row is still marked with the lease's token.
+		{&w.lapsed, `SELECT w.seq, l.token FROM leases l JOIN waiters w ON w.name = l.name AND w.token = l.token
+			WHERE l.name = ? AND l.granted_at <= ?`},
 	} {
 		st, err := w.conn.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -115,7 +117,7 @@ func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
 		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
-		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.dropLapsed, w.claim} {
+		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.dropLapsed, w.lapsed} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -398,8 +398,8 @@ func frozenWaiterRun(t *testing.T) waitResult {
 // handed the name, does not claim it, and the grant lapses within
 // claimWindow: the waiter behind it (waiting 10 s) is served; once thawed,
 // the frozen one is served after it, without overlap. Its mutant
-// (.ci/safety): testdata/controls/no-claim, a grant to another process's
-// waiter is the whole lease at once.
+// (.ci/mutants): testdata/controls/no-lapse, a grant to another process's
+// waiter never lapses.
 func TestFrozenWaiterLapses(t *testing.T) {
 	if r := frozenWaiterRun(t); r.err != nil {
 		t.Fatalf("C, behind a frozen waiter: %v; want a grant once the frozen one's lapsed", r.err)

@@ -59,6 +59,7 @@ type op struct {
 	// was granted) and the acquire tried one last time.
 	seq   int64
 	final bool
+	light bool // a waiting call's first try that will most likely queue (queue.go: lightBatch)
 
 	// For a parked op (wait.go): row is the seq of its waiters row once a
 	// batch committed it (0 before); wake says that the row may have been

@@ -27,15 +27,16 @@ import (
 //     of its wait, and no write, for the first of:
 //     - a release in this process handing it the name: the answer, with
 //       the whole TTL, and nothing more to do;
-//     - its bell: another process granted its row (a pending grant that
-//       lapses after claimWindow), or the fallback check found the row
-//       granted, the name free or the row gone;
+//     - its bell: another process granted its row (a grant that lapses
+//       if not claimed within claimWindow), or the fallback check found
+//       the row granted, the name free or lapsed, or the row gone;
 //     - the end of the lease it found: the name may be free;
 //     - its context's end, or the store's close.
-//  4. Then it polls (queue.go: poll): it claims a grant in its row, which
-//     starts the lease's TTL at the claim, later than the instant the
-//     caller's handle counts from; or tries the name again, serving the
-//     queue if it is free; or queues again if its row is gone.
+//  4. Then it polls (queue.go: poll): it claims a grant in its row (whose
+//     TTL counts from the granting batch, later than the instant the
+//     caller's handle counts from); or tries the name again, after taking
+//     back a grant to another waiter that lapsed, serving the queue if the
+//     name is free; or queues again if its row is gone.
 //  5. When the wait runs out, a final poll withdraws the row (or claims a
 //     grant that came meanwhile) and tries once more; the call answers
 //     "held" only once its row is gone, since a grant made meanwhile in
@@ -51,7 +52,7 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 	s.armAndPark(p) // 1
 	defer func() { s.waiters.unpark(p) }()
 	next := acquireOp(req) // 2
-	next.parked = p
+	next.parked, next.light = p, s.heldNow(ctx, req.Name)
 	for {
 		res := s.submit(ctx, next)
 		if !errors.Is(res.err, lease.ErrHeld) || time.Until(deadline) <= 0 {
@@ -77,8 +78,8 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 				return handed.grant, handed.err
 			}
 			// Another process may grant the row before it goes: the
-			// outcome is unknown, as ctx's error says (a grant nobody
-			// claims lapses).
+			// outcome is unknown, as ctx's error says, and such a grant
+			// stays (its row gone, it never lapses).
 			s.forgetRow(p.row.Load())
 			return lease.Grant{}, ctx.Err()
 		case <-s.closing:
@@ -102,7 +103,9 @@ func (s *Store) endWait(ctx context.Context, p *op, req lease.AcquireRequest, re
 		return res.grant, res.err
 	}
 	if !errors.Is(res.err, lease.ErrHeld) {
-		s.forgetRow(seq) // answered otherwise; the row, if any, goes
+		if s.waiters.bySeq(seq) == p {
+			s.forgetRow(seq) // answered otherwise; the row goes (a claim deleted it already)
+		}
 		return res.grant, res.err
 	}
 	last := pollOp(req, nil, true)

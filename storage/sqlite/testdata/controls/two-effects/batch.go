@@ -1,8 +1,8 @@
 package sqlite
 
-// MUTANT two-effects (.ci/mutants): a waiting call whose try took effect (the
-// holder's own lease extended) is queued all the same and stays parked, so a
-// release hands it the name a second time.
+// MUTANT two-effects (.ci/mutants): a waiting call whose try took effect (the holder's own
+// lease extended) is queued all the same and stays parked, so a release hands
+// it the name a second time.
 
 import (
 	"context"
@@ -35,6 +35,10 @@ type batch struct {
 	enq       []enqueued
 	drop      []int64
 	rung      []rung
+
+	// durable: the batch changed what must survive a power loss before
+	// anyone is told (queue.go: lightBatch).
+	durable bool
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
@@ -49,6 +53,17 @@ type batch struct {
 func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
 	ctx := context.Background()
 	w := s.w
+	light := lightBatch(ops)
+	if light { // queue.go
+		if err := s.setSync(ctx, "NORMAL"); err != nil {
+			return nil, nil, err
+		}
+		defer func() {
+			if e := s.setSync(ctx, "FULL"); e != nil && err == nil {
+				err = e
+			}
+		}()
+	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
@@ -96,9 +111,15 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 			return nil, nil, fmt.Errorf("write token counter: %w", err)
 		}
 	}
+	b.durable = b.durable || b.counter != start
 	w.hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
+	}
+	if light && b.durable {
+		if err := s.syncLight(ctx); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
+		}
 	}
 	w.hook("after-commit")
 	s.epoch.Store(&epoch)
@@ -112,6 +133,10 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 var errCommit = errors.New("commit")
 
 func (b *batch) apply(o *op) (result, error) {
+	switch o.kind {
+	case opRenew, opRelease, opPut, opDelete, opSweep:
+		b.durable = true
+	}
 	switch o.kind {
 	case opAcquire:
 		return b.acquireInQuota(o)
@@ -182,6 +207,7 @@ func (b *batch) acquire(o *op) (result, error) {
 	if found && b.now < r.expires && r.holder == o.holder {
 		// The holder asks again (a retry after a lost answer): the same
 		// grant, extended.
+		b.durable = true
 		r.ttl, r.expires, r.lockDelay = o.ttl, b.now+o.ttl, o.lockDelay
 		if _, err := b.s.w.extendDelay.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(r.expires),
 			r.lockDelay.Milliseconds(), o.name); err != nil {

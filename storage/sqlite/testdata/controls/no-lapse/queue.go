@@ -1,9 +1,10 @@
 package sqlite
 
-// MUTANT no-claim (.ci/mutants): a grant to another process's waiter is its whole lease
-// at once, as before: a frozen waiter holds the name for its TTL.
+// MUTANT no-lapse (.ci/mutants): a grant to another process's waiter never lapses, as
+// before: a frozen waiter holds the name for its TTL.
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -21,16 +22,21 @@ import (
 // from then on a release, or any batch that finds the name free, hands the
 // name to the oldest live row in the same transaction (serve).
 //
-// A row of this process is answered directly, with the whole TTL. A row of
-// another process gets a pending grant: the lease is written for its
-// holder with a new token but lives only claimWindow, the row is marked
-// with the token, and that process's bell is rung (bell.go). Its call
-// claims the grant in a batch of its own (poll), which gives the lease its
-// TTL from the claim: the store never counts the lease from an instant
-// earlier than the instant the handle counts from (before the call was
-// sent). A grant nobody claims (its process frozen, or killed after the
-// grant) lapses: the granting process serves the name again once it has
-// (lapse), and so does any batch that finds it free.
+// A row of this process is answered directly. A row of another process is
+// granted the same way, the lease written for its holder with a new token
+// and its whole TTL from the grant, but the row is marked with the token
+// and that process's bell is rung (bell.go): its call claims the grant in a
+// batch of its own (poll), which only deletes the row and answers the
+// lease as written. The grant counts from the release's batch, later than
+// the instant the caller's handle counts from (before the call was sent).
+// A grant nobody claims within claimWindow (its process frozen, or killed
+// after the grant) lapses: the lease is deleted, as if released, and the
+// name goes to the next waiter. The granting process looks once the window
+// has passed (opLapse); any poll for the name looks too, and the waiters'
+// fallback check wakes them for it (bell.go). A call that stops waiting
+// (its context) keeps a grant it was made: its row is deleted, so the grant
+// never lapses, and the holder's next Acquire gets it back, as for any
+// unknown outcome.
 //
 // A row whose process is dead is skipped and deleted: its liveness byte
 // (bell.go) is not locked.
@@ -159,10 +165,9 @@ func (b *batch) serveRow(name string, w waiterRow) (bool, error) {
 	if !b.s.alive(w.process) {
 		return false, b.dropWaiter(w.seq) // its process is gone
 	}
-	// A pending grant: no lock-delay until it is claimed (a waiter that
-	// never held the name has no writes in flight).
+	// A grant to be claimed within claimWindow, else it lapses.
 	ttl := time.Duration(w.ttlMS) * time.Millisecond
-	r, err := b.grantTo(name, w.holder, w.owner, ttl, ttl, time.Duration(w.delayMS)*time.Millisecond) // the whole lease at once
+	r, err := b.grantTo(name, w.holder, w.owner, ttl, ttl, time.Duration(w.delayMS)*time.Millisecond)
 	if err != nil {
 		return false, err
 	}
@@ -212,7 +217,7 @@ func (b *batch) dropWaiter(seq int64) error {
 }
 
 // grantTo grants name, known to be free, with the next token, for life
-// (ttl, or a pending grant's claimWindow).
+// (its ttl).
 func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Duration) (row, error) {
 	b.counter++
 	r := row{holder: holder, owner: owner, token: b.counter, ttl: ttl, expires: b.now + life, lockDelay: lockDelay}
@@ -228,12 +233,12 @@ func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Du
 
 // poll is a queued call's turn (an opWait), when its bell rang, the lease
 // it found may have expired, or its wait ran out. A grant in its row is
-// claimed: the lease gets its TTL (and lock-delay) from now, if it has not
-// lapsed. Otherwise the call tries the name again, which serves the queue
-// if the name is free (the oldest waiter may be this call, whose parked op
-// is then answered). A row that is gone (its grant lapsed, or an epoch
-// change deleted it) is queued again, at the end. A final poll withdraws
-// the row and tries the acquire once more without queueing.
+// claimed, if it has not lapsed. Otherwise the call tries the name again,
+// after a grant to another waiter that lapsed is taken back; the try serves
+// the queue if the name is free (the oldest waiter may be this call, whose
+// parked op is then answered). A row that is gone (its grant lapsed, or the
+// row was deleted) is queued again, at the end. A final poll withdraws the
+// row and tries the acquire once more without queueing.
 func (b *batch) poll(o *op) (result, error) {
 	var tok int64
 	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok)
@@ -249,6 +254,9 @@ func (b *batch) poll(o *op) (result, error) {
 		if res, ok, err := b.claim(o, token.Token(tok)); ok || err != nil {
 			return res, err
 		}
+	}
+	if _, err := b.revokeLapsed(o.name); err != nil {
+		return result{}, err
 	}
 	try := &op{kind: opAcquire, name: o.name, holder: o.holder, owner: o.owner, ttl: o.ttl, lockDelay: o.lockDelay}
 	switch {
@@ -273,32 +281,109 @@ func (b *batch) poll(o *op) (result, error) {
 	return b.acquireInQuota(try)
 }
 
-// claim turns the pending grant tok of o's name into o's lease, counted
-// from now, and reports false if it lapsed.
+// claim answers o with the grant tok made to its row, as the lease row
+// says it, and reports false if the grant lapsed (or expired).
 func (b *batch) claim(o *op, tok token.Token) (result, bool, error) {
-	exp := b.now + o.ttl
-	x, err := b.s.w.claim.ExecContext(b.ctx, o.ttl.Milliseconds(), int64(exp), o.lockDelay.Milliseconds(),
-		o.name, o.holder, int64(tok), int64(b.now))
-	if err != nil {
-		return result{}, false, fmt.Errorf("claim %q: %w", o.name, err)
-	}
-	if n, err := x.RowsAffected(); err != nil || n != 1 {
+	r, found, err := b.row(o.name)
+	if err != nil || !found || r.holder != o.holder || r.token != tok || b.now >= r.expires {
 		return result{}, false, err
 	}
-	r := row{holder: o.holder, owner: o.owner, token: tok, ttl: o.ttl, expires: exp, lockDelay: o.lockDelay}
 	return result{grant: b.grant(o.name, r)}, true, nil
+}
+
+// revokeLapsed takes back a grant of name to another process's waiter that
+// was not claimed within claimWindow, and reports whether there was one:
+// the lease is deleted, as if released, and the row goes.
+func (b *batch) revokeLapsed(name string) (bool, error) {
+	var seq, tok int64
+	err := b.s.w.lapsed.QueryRowContext(b.ctx, name, int64(b.now-claimWindow)).Scan(&seq, &tok)
+	if err == nil || errors.Is(err, sql.ErrNoRows) { // a grant never lapses
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read lapsed grants of %q: %w", name, err)
+	}
+	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", name, tok); err != nil {
+		return false, fmt.Errorf("take back the lapsed grant of %q: %w", name, err)
+	}
+	b.durable = true
+	return true, b.dropWaiter(seq)
 }
 
 // lapse is the granting process's second look at a name it granted to a
 // waiter of another process (an opLapse, claimWindow later): if the grant
 // lapsed, the name goes to the next waiter.
 func (b *batch) lapse(o *op) (result, error) {
-	r, found, err := b.row(o.name)
-	if err != nil || (found && b.now < r.expires+r.lockDelay) {
+	revoked, err := b.revokeLapsed(o.name)
+	if err != nil || !revoked {
 		return result{}, err
 	}
 	_, err = b.serve(o.name)
 	return result{}, err
+}
+
+// Light batches. A waiting call's own batches (its try that queues it, its
+// polls, its claim) change only waiters rows, which a power loss may take
+// back: after a power loss every process is gone, and so is every waiter.
+// Such a batch commits with
+// synchronous=NORMAL: written to the -wal, not synced, which spares the
+// hand-over to another process an fsync per grant. A light batch that turns
+// out to change more (a try or a poll that grants a new token, a lapsed
+// grant taken back) syncs the -wal before anyone is answered
+// (syncLight). Whatever a later durable commit of any process syncs, it
+// syncs after the light batch's frames, which come first in the -wal.
+
+// lightBatch reports whether ops are all a waiting call's or the writer's
+// own.
+func lightBatch(ops []*op) bool {
+	for _, o := range ops {
+		switch {
+		case o.kind == opWait, o.kind == opLapse, o.kind == opSync:
+		case o.kind == opAcquire && o.parked != nil && o.light:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// heldNow reports whether name looks held, from the read pool: a waiting
+// call's first try is light only if it will most likely queue (a guess:
+// when it is wrong, syncLight makes the grant durable).
+func (s *Store) heldNow(ctx context.Context, name string) bool {
+	var one int
+	err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM leases WHERE name = ? AND expires_at + lock_delay_ms * 1000000 > ?",
+		name, int64(s.clock.Now())).Scan(&one)
+	return err == nil
+}
+
+// setSync sets the writer connection's synchronous mode (outside a
+// transaction).
+func (s *Store) setSync(ctx context.Context, mode string) error {
+	if _, err := s.w.conn.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
+		return fmt.Errorf("synchronous %s: %w", mode, err)
+	}
+	return nil
+}
+
+// syncLight makes a committed light batch durable: one more transaction,
+// committed with synchronous=FULL, which syncs the -wal up to its own
+// frames, and so the batch's before them.
+func (s *Store) syncLight(ctx context.Context) error {
+	if err := s.setSync(ctx, "FULL"); err != nil {
+		return err
+	}
+	if _, err := s.w.begin.ExecContext(ctx); err != nil {
+		return fmt.Errorf("sync: begin: %w", err)
+	}
+	if _, err := s.w.conn.ExecContext(ctx, "UPDATE counter SET value = value WHERE id = 1"); err != nil {
+		s.rollback()
+		return fmt.Errorf("sync: %w", err)
+	}
+	if _, err := s.w.commit.ExecContext(ctx); err != nil {
+		return fmt.Errorf("sync: commit: %w", err)
+	}
+	return nil
 }
 
 // forget deletes the rows of calls that stopped waiting (forgetRow).
@@ -349,7 +434,7 @@ func (s *Store) queueCommitted(b *batch) {
 	for _, g := range b.rung {
 		ring(g.process, ringMessage(g.seq))
 		name := g.name
-		time.AfterFunc(claimWindow+time.Millisecond, func() { s.lapseLater(name) })
+		time.AfterFunc(claimWindow+5*time.Millisecond, func() { s.lapseLater(name) })
 	}
 }
 
