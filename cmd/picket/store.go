@@ -43,6 +43,9 @@ type store interface {
 
 // open opens the store the flags name. fs must have been parsed.
 func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
+	if f.tls.set() && f.server == "" { // TLS for etcd is -etcd-ca, -etcd-cert, -etcd-key
+		return nil, usagef("-ca, -cert and -key need -server")
+	}
 	dbSet := false
 	fs.Visit(func(fl *flag.Flag) {
 		if fl.Name == "db" {
@@ -53,8 +56,8 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 		if dbSet || f.server != "" {
 			return nil, usagef("-etcd excludes -db and -server")
 		}
-		if f.authFile != "" || f.tls.set() {
-			return nil, usagef("-auth-token-file, -ca, -cert and -key need -server")
+		if f.authFile != "" {
+			return nil, usagef("-auth-token-file needs -server")
 		}
 		return f.etcd.open()
 	}
@@ -84,8 +87,8 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 		}
 		return remote{c}, nil
 	}
-	if f.authFile != "" || f.tls.set() {
-		return nil, usagef("-auth-token-file, -ca, -cert and -key need -server")
+	if f.authFile != "" {
+		return nil, usagef("-auth-token-file needs -server")
 	}
 	s, err := sqlite.Open(f.db)
 	if err != nil {
