@@ -87,6 +87,15 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 			if flagSource(fs, "auth-token-file") != onCommandLine {
 				f.authFile = ""
 			}
+			// The server's TLS settings from the environment go with it.
+			for _, t := range []struct {
+				flag string
+				v    *string
+			}{{"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
+				if flagSource(fs, t.flag) != onCommandLine {
+					*t.v = ""
+				}
+			}
 		}
 		if etcdSet != onCommandLine {
 			etcdSet, f.etcd.endpoints = "", ""

@@ -185,6 +185,9 @@ func TestServeTLS(t *testing.T) {
 	if r := runPicket(t, "ls", "-server", strings.Replace(s.url, "https", "http", 1), "-ca", s.ca.file); r.code != exitUsage {
 		t.Errorf("-ca with an http:// server: exit %d (%s); want %d", r.code, r.stderr, exitUsage)
 	}
+	if r := runPicket(t, "ls", "-db", filepath.Join(t.TempDir(), "x.db"), "-ca", s.ca.file); r.code != exitUsage {
+		t.Errorf("-ca with -db: exit %d (%s); want %d", r.code, r.stderr, exitUsage)
+	}
 
 	// The DNS-rebinding rule: on loopback, only loopback Host names.
 	pool := x509.NewCertPool()
