@@ -79,7 +79,7 @@ trap 'exit 143' TERM
 
 # --- build ---------------------------------------------------------------
 log "building picket and the runner in $work/bin"
-(cd "$root" && go build -o "$work/bin/picket" ./cmd/picket)
+go -C "$root/cmd/picket" build -o "$work/bin/picket" .
 (cd "$here" && go build ${PEERS_TAGS:+-tags "$PEERS_TAGS"} -o "$work/bin/peers" ./cmd/peers)
 peers=$work/bin/peers
 

@@ -296,7 +296,7 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 			}
 		}()
 	}
-	wctx, cancel := context.WithTimeout(ctx, start.Add(wait).Sub(time.Now()))
+	wctx, cancel := context.WithTimeout(ctx, time.Until(start.Add(wait)))
 	defer cancel()
 	l, err := m.Acquire(wctx, name, ttl)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
-	"github.com/picketlock/picket/storage/sqlite/internal/faultfs"
 )
 
 // The crash and multi-process tests re-execute the test binary as a child
@@ -23,7 +22,6 @@ import (
 const childEnv = "PICKET_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	faultfs.ServeIfChild() // a fault test's FUSE server (storage/sqlite/internal/faultfs)
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}

@@ -259,7 +259,6 @@ func TestSQLite(t *testing.T) {
 const childEnv = "FAULTFS_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	faultfs.ServeIfChild()
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(sqliteChild(path, os.Getenv("SYNC")))
 	}

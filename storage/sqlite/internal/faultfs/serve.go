@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,84 +23,15 @@ import (
 // faulting thread sleeps in the kernel, uninterruptibly, until the server
 // answers, while the Go runtime may be waiting for that very thread to stop
 // the world, with the server's goroutines stopped. So tests serve the mount
-// from a second process, the test binary started again (StartT), and drive
-// its faults through a Remote.
-
-// ServerEnv names the environment variable that tells a test binary started
-// by StartT to serve a mount (at the directory it names) instead of running
-// tests. The test binary's TestMain must call ServeIfChild first.
-const ServerEnv = "FAULTFS_SERVE"
+// from a second process, the server command in ./server (StartT), and drive
+// its faults through a Remote. The server, which needs go-fuse, is a module
+// of its own; this package, the client, needs nothing but the standard
+// library.
 
 // RequireEnv names the environment variable that, set to 1, turns the skip
 // of StartT on a machine that cannot mount FUSE into a failure (for CI runs
 // that must exercise the fault tests).
 const RequireEnv = "PICKET_REQUIRE_FUSE"
-
-// ServeIfChild returns at once unless this process was started by StartT;
-// then it serves the mount until its parent closes its stdin, and exits.
-func ServeIfChild() {
-	dir := os.Getenv(ServerEnv)
-	if dir == "" {
-		return
-	}
-	if err := Serve(dir, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// Serve mounts a file system at dir, writes "mounted" (or "error ...") to
-// out, and obeys one command per line from in, answering each with one
-// line: "powerloss", "tornpowerloss SEED", "failsync ERRNO" (0 restores fsync), "nospace 0|1",
-// "stats" (answered in JSON). When in ends it unmounts (lazily, if files
-// are still open) and returns.
-func Serve(dir string, in io.Reader, out io.Writer) error {
-	f, err := Mount(dir)
-	if err != nil {
-		fmt.Fprintf(out, "error %v\n", err)
-		return err
-	}
-	defer func() {
-		if f.Unmount() != nil {
-			syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	}()
-	fmt.Fprintln(out, "mounted")
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		fmt.Fprintln(out, f.command(sc.Text()))
-	}
-	return nil
-}
-
-func (f *FS) command(line string) string {
-	cmd, arg, _ := strings.Cut(line, " ")
-	switch cmd {
-	case "powerloss":
-		f.PowerLoss()
-	case "tornpowerloss":
-		seed, err := strconv.ParseUint(arg, 10, 64)
-		if err != nil {
-			return "error " + err.Error()
-		}
-		f.TornPowerLoss(seed)
-	case "failsync":
-		n, err := strconv.Atoi(arg)
-		if err != nil {
-			return "error " + err.Error()
-		}
-		f.FailSync(syscall.Errno(n))
-	case "nospace":
-		f.NoSpace(arg == "1")
-	case "stats":
-		b, _ := json.Marshal(f.Stats())
-		return string(b)
-	default:
-		return fmt.Sprintf("error unknown command %q", line)
-	}
-	return "ok"
-}
 
 // Remote controls a file system served by another process (StartT).
 type Remote struct {
@@ -110,19 +43,21 @@ type Remote struct {
 	out *bufio.Reader
 }
 
-// StartT starts the test binary again (see ServeIfChild) to serve a file
-// system mounted under tb.TempDir(), and stops it when the test ends. If the
-// machine cannot mount FUSE file systems (no /dev/fuse, or neither root nor
-// fusermount), the test is skipped, or fails if RequireEnv is 1.
+// StartT starts a server (the command in ./server, a module of its own: go
+// run builds it once and caches it) to serve a file system mounted under
+// tb.TempDir(), and stops it when the test ends. If the machine cannot mount
+// FUSE file systems (no /dev/fuse, or neither root nor fusermount), the test
+// is skipped, or fails if RequireEnv is 1.
 func StartT(tb testing.TB) *Remote {
 	tb.Helper()
 	dir := tb.TempDir() // its removal is registered first, so runs after the unmount
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		tb.Fatal("faultfs: cannot find the server's source")
 	}
-	r := &Remote{dir: dir, cmd: exec.Command(exe, "-test.run=^$")}
-	r.cmd.Env = append(os.Environ(), ServerEnv+"="+dir)
+	r := &Remote{dir: dir, cmd: exec.Command("go", "run", ".", dir)}
+	r.cmd.Dir = filepath.Join(filepath.Dir(self), "server")
+	var err error
 	r.cmd.Stderr = os.Stderr
 	if r.in, err = r.cmd.StdinPipe(); err != nil {
 		tb.Fatal(err)

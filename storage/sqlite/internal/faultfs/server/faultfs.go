@@ -1,4 +1,4 @@
-package faultfs
+package main
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/picketlock/picket/storage/sqlite/internal/faultfs"
 )
 
 // FS is a mounted fault-injecting file system. Its methods are safe for
@@ -27,17 +29,9 @@ type FS struct {
 	stats    Stats
 }
 
-// Stats counts what the file system was asked to do.
-type Stats struct {
-	Writes        int // write requests that succeeded
-	Syncs         int // fsyncs and fdatasyncs of files that succeeded
-	DirSyncs      int // fsyncs of the directory that succeeded
-	FailedSyncs   int // fsyncs failed by FailSync
-	NoSpaceWrites int // writes failed by NoSpace
-	PowerLosses   int
-	LostFiles     int // names that PowerLoss undid (files vanished or came back)
-	LostBytes     int // live bytes that differed from durable ones at PowerLoss
-}
+// Stats counts what the file system was asked to do (the client package's
+// type, which the protocol sends as JSON).
+type Stats = faultfs.Stats
 
 // Mount mounts an empty file system at dir, which must be an empty
 // directory, and serves it until Unmount.
@@ -117,7 +111,7 @@ func (f *FS) PowerLoss() { f.powerLoss(nil) }
 func (f *FS) TornPowerLoss(seed uint64) { f.powerLoss(rand.New(rand.NewPCG(seed, seed))) }
 
 // Sector is the unit in which TornPowerLoss keeps or drops unsynced writes.
-const Sector = 512
+const Sector = faultfs.Sector
 
 func (f *FS) powerLoss(rng *rand.Rand) {
 	keep := func() bool { return rng != nil && rng.IntN(2) == 0 }

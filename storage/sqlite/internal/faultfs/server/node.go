@@ -1,4 +1,4 @@
-package faultfs
+package main
 
 import (
 	"context"
