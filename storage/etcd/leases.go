@@ -149,6 +149,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			return lease.Grant{}, nil, false, err
 		}
 		enqueue = id
+		q.put = true
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
 		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),

@@ -25,6 +25,7 @@ import (
 type place struct {
 	key     string
 	rev     int64 // the create revision of key: the place in the queue; 0 when not queued
+	put     bool  // a transaction that puts key was sent: it may be there whatever rev says
 	granted bool  // the waiter holds the name: its key stays until the release
 }
 
@@ -80,12 +81,13 @@ func (s *Store) waiterID() string {
 }
 
 // leave gives the place up, unless the waiter holds the name: deleting its
-// key wakes the waiter behind.
+// key wakes the waiter behind. A key whose put had an unknown outcome (the
+// caller's context ended, a timeout) is deleted too: left there, it would
+// stand before every later waiter for as long as the session lives.
 func (s *Store) leave(q *place) {
-	if q.granted || q.rev == 0 {
+	if q.granted || !q.put {
 		return
 	}
-	q.rev = 0
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
 		defer cancel()
@@ -96,13 +98,13 @@ func (s *Store) leave(q *place) {
 // leaveNow gives the place up before returning, so that the caller's next
 // attempt does not find its own key in the queue.
 func (s *Store) leaveNow(ctx context.Context, q *place) {
-	if q.rev == 0 {
+	if !q.put {
 		return
 	}
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
 	if _, err := s.client.Delete(rctx, q.key); err == nil {
-		q.rev = 0
+		q.rev, q.put = 0, false
 	}
 }
 

@@ -3,7 +3,7 @@
 // etcd lease of the TTL; nobody ends a lease by observation. An early
 // revocation (a leader stopped past an election timeout) frees the name
 // while its holder believes in its lease. Swapped in with go test -overlay
-// by .ci/safety; never built into the product.
+// by .ci/mutants; never built into the product.
 
 package etcd
 
@@ -156,6 +156,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			return lease.Grant{}, nil, false, err
 		}
 		enqueue = id
+		q.put = true
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
 		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),

@@ -1,7 +1,7 @@
 // MUTANT (testdata/controls/held-by-self): bug 2 of issue 20, an acquire
 // whose re-acquire of its own holder's lease fails (a concurrent renew or
 // release of the same holder) answers "held" by that lease. Swapped in with
-// go test -overlay by .ci/safety; never built into the product.
+// go test -overlay by .ci/mutants; never built into the product.
 
 package etcd
 
@@ -154,6 +154,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			return lease.Grant{}, nil, false, err
 		}
 		enqueue = id
+		q.put = true
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
 		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),
