@@ -46,8 +46,10 @@
 // a leader stopped past an election timeout runs early once it is resumed
 // (etcd issue 15247, on every version), decides nothing. The price: a
 // holder that dies is replaced up to about two TTLs after its last renewal
-// (its deadline, then a TTL of watching by an observer that came late), and
-// a name nobody looks at keeps its key until somebody does.
+// (its deadline, then a TTL of watching by an observer that came late).
+// Every open store also sweeps: it reads a page of lease keys every 5 s, in
+// turn, and ends what it has seen unchanged for its TTL, so the key of a
+// name nobody asks for again does not stay for ever.
 //
 // # Lock-delay
 //

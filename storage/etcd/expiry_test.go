@@ -9,6 +9,7 @@ import (
 	"github.com/picketlock/picket/lease/leasetest"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/etcd/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestLeaseOutlivesEtcdRevoke: a lease ends by its holder's release or by
@@ -123,5 +124,50 @@ func TestExpiryByObservation(t *testing.T) {
 	}
 	if err := holder.Release(ctx, req.Name, req.Holder, g.Token); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("the old holder's release = %v, want lost", err)
+	}
+}
+
+// TestSweepEndsAbandoned: the key of a lease whose holder is gone, on a
+// name nobody asks for again, is deleted by the sweep of any open store
+// once that store has seen it unchanged for its TTL (no etcd lease deletes
+// it any more); a live lease beside it stays.
+func TestSweepEndsAbandoned(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	holder := mustOpen(t, c)
+	sweeper, err := etcd.Open(c.Endpoints, etcd.WithPrefix(holder.Prefix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sweeper.Close() })
+	clk := leasetest.NewClock()
+	etcd.SetClock(sweeper, clk)
+	ctx := t.Context()
+	if _, err := holder.Acquire(ctx, lease.AcquireRequest{Name: "sweep/abandoned", Holder: "gone", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := holder.Acquire(ctx, lease.AcquireRequest{Name: "sweep/live", Holder: "here", TTL: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func() int64 {
+		resp, err := holder.Client().Get(ctx, holder.Prefix()+"/leases/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	etcd.SweepOnce(sweeper)
+	clk.Advance(time.Minute - time.Millisecond)
+	etcd.SweepOnce(sweeper)
+	if n := keys(); n != 2 {
+		t.Fatalf("%d lease keys a TTL less 1 ms after the sweep first saw them, want 2", n)
+	}
+	clk.Advance(time.Millisecond)
+	etcd.SweepOnce(sweeper)
+	if n := keys(); n != 1 {
+		t.Fatalf("%d lease keys a TTL after the sweep first saw them, want 1 (the live one)", n)
+	}
+	if _, err := holder.Renew(ctx, live.Name, "here", live.Token, 0); err != nil {
+		t.Errorf("the live lease beside it: %v", err)
 	}
 }

@@ -1,8 +1,11 @@
 package etcd
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Expiry by observation. A lease key carries no etcd lease: etcd's lease
@@ -73,3 +76,52 @@ func (o *sightings) forget(key string) {
 // Linux): an observer that was suspended has seen the key unchanged all that
 // time too, as the holder's handle, on the same kind of clock, counted it.
 func (s *Store) bootNow() time.Duration { return s.boot.Now() }
+
+// The sweep: a name nobody acquires, gets or lists again would keep the key
+// of its dead holder for ever (no etcd lease deletes it). Every open store
+// reads a page of the lease keys every sweepEvery, in turn, and ends the
+// leases it has seen unchanged for their TTL (and the expired keys whose
+// lock-delay it has seen run out), as Get does.
+const (
+	sweepEvery = 5 * time.Second
+	sweepPage  = 256
+)
+
+// sweep runs until the store closes.
+func (s *Store) sweep() {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	after := ""
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+			after = s.sweepPage(after)
+		}
+	}
+}
+
+// sweepPage looks at the lease keys after the key after ("" : from the
+// first) and returns where the next page starts.
+func (s *Store) sweepPage(after string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+	defer cancel()
+	base := s.keys.leases()
+	from := base
+	if after != "" {
+		from = after + "\x00"
+	}
+	resp, err := s.client.Get(clientv3.WithRequireLeader(ctx), from,
+		clientv3.WithRange(clientv3.GetPrefixRangeEnd(base)), clientv3.WithLimit(sweepPage))
+	if err != nil {
+		return after
+	}
+	for _, kv := range resp.Kvs {
+		_, _ = s.live(ctx, string(kv.Key[len(base):]), kv) // a value picket did not write stays
+	}
+	if resp.More && len(resp.Kvs) > 0 {
+		return string(resp.Kvs[len(resp.Kvs)-1].Key)
+	}
+	return ""
+}

@@ -30,7 +30,7 @@ type Store struct {
 
 	closing   chan struct{}
 	closeOnce sync.Once
-	wg        sync.WaitGroup // background revokes
+	wg        sync.WaitGroup // background work: the sweep, the session, deletes
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -70,14 +70,16 @@ func Open(endpoints []string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connect to %v: %w", endpoints, err)
 	}
-	return &Store{
+	s := &Store{
 		cfg:     cfg,
 		client:  client,
 		keys:    keys{prefix: cfg.prefix + "/"},
 		boot:    lease.SuspendClock(),
 		id:      storeID(),
 		closing: make(chan struct{}),
-	}, nil
+	}
+	s.wg.Go(s.sweep)
+	return s, nil
 }
 
 // Close stops the background work and closes the connection. Leases stay in
