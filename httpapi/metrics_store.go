@@ -10,7 +10,9 @@ import (
 )
 
 // StoreStats is what a store says about its leases at a scrape: how many
-// are live, and how long ago the oldest of them was granted.
+// are live, and how long ago the oldest of them was granted (negative: the
+// store does not know, as etcd's; picket_lease_oldest_age_seconds is then
+// not exported).
 type StoreStats struct {
 	Live   int64
 	Oldest time.Duration
@@ -56,7 +58,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, float64(st.Live))
-	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.Oldest.Seconds())
+	if st.Oldest >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.Oldest.Seconds())
+	}
 }
 
 // modulePath is picket's module: its version is the one picket_build_info

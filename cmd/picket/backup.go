@@ -55,8 +55,13 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 func runRestore(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "restore")
 	floor := fs.Uint64("token-floor", 0, "raise the token counter to at least `N`: above every token handed out since the backup (required)")
+	var etcdF etcdFlags
+	etcdF.register(fs)
 	if err := parse(fs, args, true); err != nil {
 		return err
+	}
+	if etcdF.set() {
+		return restoreEtcd(ctx, e, &etcdF, fs.NArg(), *floor)
 	}
 	if fs.NArg() != 2 {
 		return usagef("restore: give the backup and a new database file: picket restore -token-floor N BACKUP DB")
@@ -84,5 +89,29 @@ func mustExist(path string) error {
 	} else if err != nil {
 		return err
 	}
+	return nil
+}
+
+// restoreEtcd raises the token floor of an etcd cluster (picket restore
+// -etcd E -token-floor N): after a snapshot restore or a new cluster at the
+// same addresses, whose revisions start below tokens already handed out.
+func restoreEtcd(ctx context.Context, e *env, f *etcdFlags, nargs int, floor uint64) error {
+	if nargs != 0 {
+		return usagef("restore: with -etcd, give no file: picket restore -etcd E -token-floor N")
+	}
+	if floor == 0 {
+		return usagef("restore: -token-floor N is required: a restored or new etcd cluster's revisions start below " +
+			"tokens already handed out, so give N above all of them (the highest token your fenced resources have seen, for instance)")
+	}
+	st, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, offset, err := st.RaiseFloor(ctx, token.Token(floor))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "etcd prefix %s: token floor %d (offset %d), the next token is above it\n", st.Prefix(), n, offset)
 	return nil
 }

@@ -67,7 +67,14 @@ func etcdBinary(t testing.TB) string {
 // minimum lease TTL is then one second.
 func startEtcdCluster(t testing.TB, n int) *etcdCluster {
 	t.Helper()
-	c := &etcdCluster{t: t, bin: etcdBinary(t)}
+	return startEtcdClusterOf(t, etcdBinary(t), n, 20, 200)
+}
+
+// startEtcdClusterOf starts n members of the etcd binary bin with the
+// heartbeat interval and election timeout given in milliseconds.
+func startEtcdClusterOf(t testing.TB, bin string, n, heartbeatMs, electionMs int) *etcdCluster {
+	t.Helper()
+	c := &etcdCluster{t: t, bin: bin}
 	dir := t.TempDir()
 	var initial []string
 	type ports struct{ client, peer string }
@@ -84,7 +91,7 @@ func startEtcdCluster(t testing.TB, n int) *etcdCluster {
 			"--listen-peer-urls", p.peer, "--initial-advertise-peer-urls", p.peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "picket-chaos",
-			"--heartbeat-interval", "20", "--election-timeout", "200",
+			"--heartbeat-interval", fmt.Sprint(heartbeatMs), "--election-timeout", fmt.Sprint(electionMs),
 			"--logger", "zap", "--log-level", "error",
 		}}
 		c.members = append(c.members, m)

@@ -26,6 +26,7 @@ Usage:
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT
   picket restore -token-floor N BACKUP DB
+  picket restore -token-floor N -etcd URL,URL... [-etcd-prefix P]    (after an etcd snapshot restore or a new cluster)
   picket help
 
 Commands:

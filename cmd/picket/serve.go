@@ -144,10 +144,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
 		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
-	if sq, ok := store.(*sqlite.Store); ok { // etcd has no cheap count of its leases yet
+	switch st := store.(type) {
+	case *sqlite.Store:
 		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
-			st, err := sq.Stats(ctx)
-			return httpapi.StoreStats{Live: st.Live, Oldest: st.Oldest}, err
+			s, err := st.Stats(ctx)
+			return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest}, err
+		})
+	case *etcd.Store: // one count of the lease keys per scrape; etcd does not know when the oldest was granted
+		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
+			live, err := st.Stats(ctx)
+			return httpapi.StoreStats{Live: live, Oldest: -1}, err
 		})
 	}
 	handler := httpapi.NewServer(store, serverOpts...)
@@ -286,10 +292,8 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 		if dbSet {
 			return nil, nil, usagef("serve: -etcd and -db exclude each other")
 		}
-		if quota != (sqlite.Quota{}) {
-			return nil, nil, usagef("serve: -max-leases, -max-kv-keys and -max-kv-bytes are not supported with -etcd yet")
-		}
-		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")))
+		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")),
+			etcd.WithQuota(etcd.Quota{MaxLeases: quota.MaxLeases, MaxKVKeys: quota.MaxKVKeys, MaxKVBytes: quota.MaxKVBytes}))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -7,19 +7,26 @@
 //
 // Everything lives under a prefix (WithPrefix, default "picket"):
 //
-//	picket/leases/NAME              the lease: holder's SHA-256 | JSON (owner, TTL, lock-delay, expiry for people);
-//	                                "expired|" JSON once its lease has expired and its lock-delay runs
+//	picket/leases/NAME              the lease: holder's SHA-256 | JSON (owner, TTL, lock-delay, expiry for people,
+//	                                the floor's offset); "expired|" JSON once its lease has expired and its lock-delay runs
 //	picket/queue/NAME\x00HASH/ID    a waiter's place in the queue of NAME (HASH: its holder's SHA-256)
 //	picket/kv/KEY                   a fenced value: its highest token, then the value
+//	picket/floor                    the token floor: the offset added to revisions (floor.go)
+//
+// A prefix must not contain "/": then no deployment's keys (prefix + "/" +
+// ...) can be another's, as "x"'s fenced key "leases/a" was "x/kv"'s lease
+// key "a".
 //
 // # A lease
 //
 // A grant is one transaction that creates the lease key only if the name is
 // free: no lease key, nobody queued (or, for a waiter, nobody queued before
-// it). The token is the key's create revision, the revision of that
-// transaction: greater than every revision before it, for any key, so
-// greater than every token handed out. Grant.TTL is the TTL asked, to the
-// millisecond. The lease key has no etcd lease.
+// it), and the token floor unchanged since this store read it. The token is
+// the key's create revision, the revision of that transaction, plus the
+// token floor's offset (zero until RaiseFloor, after a restore: see
+// floor.go), kept in the lease's record: greater than every revision before
+// it, for any key, so greater than every token handed out. Grant.TTL is the
+// TTL asked, to the millisecond. The lease key has no etcd lease.
 //
 // Renew reads the key and rewrites it in a transaction that compares its
 // mod revision with the one read (so its create revision, the token, and

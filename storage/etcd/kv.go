@@ -8,6 +8,8 @@ import (
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -82,38 +84,83 @@ func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token
 		return ErrClosed
 	}
 	k := s.keys.kv(key)
-	// Revisions only grow: a token above the revision read now was never
-	// issued, and never will have been when the write below happens.
-	rctx, cancel := s.rpc(ctx)
-	cur, err := s.client.Get(rctx, k)
-	cancel()
-	if err != nil {
-		return failed(ctx, op, key, false, err)
+	for {
+		// The key and the token floor (floor.go), read together.
+		rctx, cancel := s.rpc(ctx)
+		cur, err := s.client.Txn(rctx).Then(clientv3.OpGet(k), clientv3.OpGet(s.keys.floor())).Commit()
+		cancel()
+		if err != nil {
+			return failed(ctx, op, key, false, err)
+		}
+		f, err := s.sawFloor(firstKV(cur.Responses[1]))
+		if err != nil {
+			return err
+		}
+		// Revisions only grow: a token above the one the revision read now
+		// makes was never issued, and never will have been when the write
+		// below happens.
+		if tok > tokenOf(cur.Header.Revision, f.Offset) {
+			return invalidf("%s %q: token %d was never issued (the cluster is at token %d)", op, key, tok, tokenOf(cur.Header.Revision, f.Offset))
+		}
+		// Every token up to the floor was handed out before the cluster was
+		// restored or replaced: a newer holder may have written the key
+		// since, whatever the restored key says.
+		if int64(tok) <= f.Floor {
+			highest := token.Token(f.Floor)
+			if kv := firstKV(cur.Responses[0]); kv != nil {
+				if h, _, _, err := decodeFenced(kv.Value); err == nil {
+					highest = max(highest, h)
+				}
+			}
+			return fmt.Errorf("etcd: %s %q: %w", op, key, &token.StaleError{Resource: key, Token: tok, Highest: highest})
+		}
+		stored := encodeFenced(tok, flag, value)
+		var usage []clientv3.Cmp
+		var writes []clientv3.Op
+		if kv := firstKV(cur.Responses[0]); kv == nil || kv.Value == nil || string(kv.Value) < tokenText(tok+1) {
+			// A write that is not stale: within the KV quota (quota.go)?
+			if usage, writes, err = s.kvQuota(ctx, op, key, kv, stored); err != nil {
+				return err
+			}
+		}
+		writes = append(writes, clientv3.OpPut(k, stored))
+		notHigher := clientv3.Compare(clientv3.Value(k), "<", tokenText(tok+1)) // false on a missing key
+		absent := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
+		present := clientv3.OpTxn([]clientv3.Cmp{notHigher}, writes, []clientv3.Op{clientv3.OpGet(k)})
+		rctx, cancel = s.rpc(ctx)
+		resp, err := s.client.Txn(rctx).If(append(usage, s.floorUnchanged(f))...).
+			Then(clientv3.OpTxn(absent, writes, []clientv3.Op{present})).
+			Else(clientv3.OpGet(s.keys.floor())).Commit()
+		cancel()
+		if err != nil {
+			return failed(ctx, op, key, true, err)
+		}
+		if !resp.Succeeded {
+			_, _ = s.floorFrom(resp) // raised meanwhile (or the usage changed): judge the token again
+			continue
+		}
+		outer := resp.Responses[0].GetResponseTxn()
+		if outer.Succeeded || outer.Responses[0].GetResponseTxn().Succeeded {
+			return nil
+		}
+		kvs := outer.Responses[0].GetResponseTxn().Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return failed(ctx, op, key, true, errors.New("the fenced key vanished during the write"))
+		}
+		highest, _, _, err := decodeFenced(kvs[0].Value)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("etcd: %s %q: %w", op, key, &token.StaleError{Resource: key, Token: tok, Highest: highest})
 	}
-	if int64(tok) > cur.Header.Revision {
-		return invalidf("%s %q: token %d was never issued (the cluster is at revision %d)", op, key, tok, cur.Header.Revision)
+}
+
+// firstKV returns the first key of a range response, or nil.
+func firstKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
+	if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
+		return kvs[0]
 	}
-	write := clientv3.OpPut(k, encodeFenced(tok, flag, value))
-	notHigher := clientv3.Compare(clientv3.Value(k), "<", tokenText(tok+1)) // false on a missing key
-	rctx, cancel = s.rpc(ctx)
-	resp, err := s.client.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(write).
-		Else(clientv3.OpTxn([]clientv3.Cmp{notHigher}, []clientv3.Op{write}, []clientv3.Op{clientv3.OpGet(k)})).Commit()
-	cancel()
-	if err != nil {
-		return failed(ctx, op, key, true, err)
-	}
-	if resp.Succeeded || resp.Responses[0].GetResponseTxn().Succeeded {
-		return nil
-	}
-	kvs := resp.Responses[0].GetResponseTxn().Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 {
-		return failed(ctx, op, key, true, errors.New("the fenced key vanished during the write"))
-	}
-	highest, _, _, err := decodeFenced(kvs[0].Value)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("etcd: %s %q: %w", op, key, &token.StaleError{Resource: key, Token: tok, Highest: highest})
+	return nil
 }
 
 // GetFenced returns the value stored under key and the highest token key
@@ -129,18 +176,24 @@ func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token,
 		return nil, 0, ErrClosed
 	}
 	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Get(rctx, s.keys.kv(key))
+	resp, err := s.client.Txn(rctx).Then(clientv3.OpGet(s.keys.kv(key)), clientv3.OpGet(s.keys.floor())).Commit()
 	cancel()
 	if err != nil {
 		return nil, 0, failed(ctx, "get fenced", key, false, err)
 	}
-	if len(resp.Kvs) == 0 {
+	kv := firstKV(resp.Responses[0])
+	if kv == nil {
 		return nil, 0, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNotFound)
 	}
-	tok, flag, value, err := decodeFenced(resp.Kvs[0].Value)
+	tok, flag, value, err := decodeFenced(kv.Value)
 	if err != nil {
 		return nil, 0, err
 	}
+	f, err := s.sawFloor(firstKV(resp.Responses[1]))
+	if err != nil {
+		return nil, 0, err
+	}
+	tok = max(tok, token.Token(f.Floor)) // a raised floor raises every key (floor.go)
 	if flag == flagDeleted {
 		return nil, tok, fmt.Errorf("etcd: get fenced %q: %w", key, lease.ErrNotFound)
 	}

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/etcd/etcdtest"
 	"github.com/picketlock/picket/token"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestFencedKV: a write is accepted with a token at least the highest the
@@ -91,3 +93,89 @@ func TestFencedKV(t *testing.T) {
 }
 
 func holder(i int) string { return string(rune('a'+i)) + "-holder" }
+
+// TestFencedKeyDeletedByHand: a fenced key deleted outside picket (etcdctl
+// del) forgets its highest token and accepts a lower one, as docs/design.md
+// says; raising the token floor to the newest token (picket restore -etcd
+// -token-floor) gives the fence back to every key, deleted or not.
+func TestFencedKeyDeletedByHand(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	st := mustOpen(t, c)
+	ctx := t.Context()
+	var toks []token.Token
+	for i := range 2 {
+		g, err := st.Acquire(ctx, lease.AcquireRequest{Name: "lock", Holder: holder(i), TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, g.Token)
+		if err := st.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	low, high := toks[0], toks[1]
+	if err := st.PutFenced(ctx, "k", []byte("new"), high); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Client().Delete(ctx, st.Prefix()+"/kv/k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutFenced(ctx, "k", []byte("stale"), low); err != nil {
+		t.Fatalf("after the key was deleted by hand, the stale token %d: %v (the danger the docs describe is gone?)", low, err)
+	}
+	if _, _, err := st.RaiseFloor(ctx, high); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []token.Token{low, high} {
+		var stale *token.StaleError
+		if err := st.PutFenced(ctx, "k", []byte("stale"), tok); !errors.As(err, &stale) || stale.Highest != high {
+			t.Errorf("PutFenced(k, %d) after the floor %d: %v, want stale with highest %d", tok, high, err, high)
+		}
+	}
+	g, err := st.Acquire(ctx, lease.AcquireRequest{Name: "lock", Holder: holder(3), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Token <= high {
+		t.Errorf("a grant after the floor %d got token %d", high, g.Token)
+	}
+	if err := st.PutFenced(ctx, "k", []byte("next"), g.Token); err != nil {
+		t.Errorf("PutFenced with the new token %d: %v", g.Token, err)
+	}
+}
+
+// TestKVQuotaRace: 16 writers put 16 new fenced keys at once under a quota
+// of 5 keys: exactly 5 are written, the others refused with lease.ErrQuota,
+// and the usage the store keeps says 5 (the quota is checked in the write's
+// own transaction). The mutant quota-off must fail it.
+func TestKVQuotaRace(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	st := mustOpen(t, c, etcd.WithQuota(etcd.Quota{MaxKVKeys: 5}))
+	ctx := t.Context()
+	g, err := st.Acquire(ctx, lease.AcquireRequest{Name: "lock", Holder: holder(0), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() { errs <- st.PutFenced(ctx, fmt.Sprintf("k%d", i), []byte("v"), g.Token) }()
+	}
+	ok, over := 0, 0
+	for range 16 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, lease.ErrQuota):
+			over++
+		default:
+			t.Errorf("PutFenced: %v", err)
+		}
+	}
+	resp, err := st.Client().Get(ctx, st.Prefix()+"/kv/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok != 5 || over != 11 || resp.Count != 5 {
+		t.Errorf("%d written, %d refused, %d keys in the cluster; want 5, 11, 5", ok, over, resp.Count)
+	}
+}

@@ -20,6 +20,7 @@ type record struct {
 	TTL       int64  `json:"t"`           // the TTL, in milliseconds
 	LockDelay int64  `json:"d,omitempty"` // milliseconds
 	Expires   int64  `json:"x"`           // wall-clock rendering, Unix nanoseconds: for people, never decides
+	Offset    int64  `json:"f,omitempty"` // the token floor's offset at the grant (floor.go): token = create revision + Offset
 }
 
 // ttl returns how long the key must stay unchanged before an observer may
@@ -38,14 +39,6 @@ type delayRecord struct {
 // expiredTag starts the value of an expired key. It sorts outside every
 // holder's hash range (hex digits), so no hash comparison matches it.
 const expiredTag = "expired" + hashSep
-
-// tokenOf is the token of a lease whose key was created at revision rev:
-// the one place that turns a revision into a token.
-func tokenOf(rev int64) token.Token { return token.Token(rev) }
-
-// revOf is the create revision of the lease key of a lease with token t
-// (tokenOf's inverse).
-func revOf(t token.Token) int64 { return int64(t) }
 
 // holderHash is what the store keeps of a holder: its SHA-256 in hex, so
 // that the secret itself never sits in the cluster. Every hash has the same
@@ -111,10 +104,20 @@ func leaseInfo(name string, kv *mvccpb.KeyValue) (lease.Info, record, string, er
 	return lease.Info{
 		Name:    name,
 		Owner:   r.Owner,
-		Token:   tokenOf(kv.CreateRevision),
+		Token:   tokenOf(kv.CreateRevision, r.Offset),
 		TTL:     time.Duration(r.TTL) * time.Millisecond,
 		Expires: time.Unix(0, r.Expires).UTC(),
 	}, r, h, nil
+}
+
+// keyToken returns the token of the lease key kv (0 for a value picket did
+// not write).
+func keyToken(kv *mvccpb.KeyValue) token.Token {
+	_, r, err := decodeLease(kv.Value)
+	if err != nil {
+		return 0
+	}
+	return tokenOf(kv.CreateRevision, r.Offset)
 }
 
 // expiresAt renders the expiry of a lease of ttl asked at sent, in Unix

@@ -27,6 +27,7 @@ type Store struct {
 	sess    session       // the etcd lease of this store's queue keys (wait.go)
 	id      string        // names this store's queue keys
 	waiters atomic.Uint64 // counts them
+	floor   floorCache    // floor.go
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -145,3 +146,4 @@ func (k keys) leases() string           { return k.prefix + "leases/" }
 func (k keys) queue(name string) string { return k.prefix + "queue/" + name + "\x00" }
 func (k keys) kv(key string) string     { return k.prefix + "kv/" + key }
 func (k keys) health() string           { return k.prefix + "health" }
+func (k keys) kvUsage() string          { return k.prefix + "kvusage" }

@@ -39,6 +39,9 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if req.LockDelay == 0 {
 		req.LockDelay = s.cfg.lockDelay
 	}
+	if err := s.leaseQuota(ctx, req.Name); err != nil { // quota.go
+		return lease.Grant{}, err
+	}
 	if req.Wait > 0 {
 		return s.wait(ctx, req)
 	}
@@ -130,15 +133,20 @@ func (s *Store) tryAcquire(ctx context.Context, req lease.AcquireRequest, q *pla
 // name was in a passing state and another attempt should follow at once.
 func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, bool, error) {
 	name := req.Name
+	f, err := s.floorNow(ctx) // floor.go: the offset of the token
+	if err != nil {
+		return lease.Grant{}, nil, false, err
+	}
 	sent := time.Now()
 	rec := record{
 		Owner:     req.Owner,
 		TTL:       req.TTL.Milliseconds(),
 		LockDelay: req.LockDelay.Milliseconds(),
 		Expires:   expiresAt(sent, req.TTL),
+		Offset:    f.Offset,
 	}
 	k, qp := s.keys.lease(name), s.keys.queue(name)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0), s.floorUnchanged(f)}
 	els := []clientv3.Op{clientv3.OpGet(k)}
 	var enqueue clientv3.LeaseID
 	switch {
@@ -170,6 +178,9 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	// deletes it): the waiter behind, which watches it, wakes at the
 	// release, not at this grant.
 	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(req.Holder, rec))}
+	// Last, so that floorFrom finds it: the floor key, read when a raised
+	// floor failed the comparison.
+	els = append(els, clientv3.OpGet(s.keys.floor()))
 
 	rctx, cancel := s.rpc(ctx)
 	resp, err := s.client.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
@@ -186,7 +197,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	}
 	rev := resp.Header.Revision
 	if resp.Succeeded {
-		tok := tokenOf(rev)
+		tok := tokenOf(rev, f.Offset)
 		if tok > token.Max {
 			s.deleteLater(k, rev)
 			return lease.Grant{}, nil, false, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
@@ -199,6 +210,16 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			Name: name, Holder: req.Holder, Owner: req.Owner, Token: tok,
 			TTL: req.TTL, Expires: time.Unix(0, rec.Expires).UTC(),
 		}, nil, false, nil
+	}
+	if g, err := s.floorFrom(resp); err != nil {
+		return lease.Grant{}, nil, false, err
+	} else if g.rev != f.rev {
+		// The floor was raised since this store read it: nothing but the
+		// queue key (if any) was written; again, with the new offset.
+		if q != nil && q.rev == 0 {
+			q.rev = rev
+		}
+		return lease.Grant{}, nil, true, nil
 	}
 	if q != nil {
 		switch {
@@ -338,7 +359,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		if err != nil {
 			return lease.Grant{}, failed(ctx, "renew", name, false, err)
 		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != revOf(tok) {
+		if len(resp.Kvs) == 0 || keyToken(resp.Kvs[0]) != tok {
 			return lease.Grant{}, lost("renew", name)
 		}
 		kv := resp.Kvs[0]
@@ -398,7 +419,7 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 		return lease.Grant{}, lost(op, name)
 	}
 	return lease.Grant{
-		Name: name, Holder: holder, Owner: r.Owner, Token: tokenOf(kv.CreateRevision),
+		Name: name, Holder: holder, Owner: r.Owner, Token: tokenOf(kv.CreateRevision, r.Offset),
 		TTL: r.ttl(), Expires: time.Unix(0, r.Expires).UTC(),
 	}, nil
 }
@@ -422,18 +443,32 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	}
 	k := s.keys.lease(name)
 	h := holderHash(holder)
-	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Txn(rctx).If(
-		clientv3.Compare(clientv3.CreateRevision(k), "=", revOf(tok)),
-		clientv3.Compare(clientv3.Value(k), ">", h),
-		clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
-	).Then(clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())).Commit()
-	cancel()
+	rev, err := s.revisionOf(ctx, tok) // floor.go
 	if err != nil {
-		return failed(ctx, "release", name, true, err)
+		return err
 	}
-	if !resp.Succeeded {
-		return lost("release", name)
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := s.rpc(ctx)
+		resp, err := s.client.Txn(rctx).If(
+			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
+			clientv3.Compare(clientv3.Value(k), ">", h),
+			clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
+		).Then(clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())).
+			Else(clientv3.OpGet(k)).Commit()
+		cancel()
+		if err != nil {
+			return failed(ctx, "release", name, true, err)
+		}
+		if resp.Succeeded {
+			break
+		}
+		// A lease granted under another floor offset than the one this
+		// store knows (floor.go) has another create revision: its own.
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if attempt > 0 || len(kvs) == 0 || keyToken(kvs[0]) != tok || kvs[0].CreateRevision == rev {
+			return lost("release", name)
+		}
+		rev = kvs[0].CreateRevision
 	}
 	s.seen.forget(k)
 	return nil
