@@ -115,14 +115,12 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 // new one.
 func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *place, pooled bool) (lease.Grant, *blocker, error) {
 	name := req.Name
-	f, err := s.floorNow(ctx) // floor.go: the offset of the token
-	if err != nil {
-		return lease.Grant{}, nil, err
-	}
+	f := s.floorNow() // floor.go: the offset of the token
 	sent := time.Now()
 	bootSent := s.bootNow() // pool.go: the etcd lease must outlive it by the TTL reported
 	ttl := seconds(req.TTL)
 	var l etcdLease
+	var err error
 	if pooled {
 		l, err = s.takeLease(ctx, "acquire", name, ttl, bootSent)
 	} else {
@@ -422,11 +420,9 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	}
 	k := s.keys.lease(name)
 	h := holderHash(holder)
-	rev, err := s.revisionOf(ctx, tok) // floor.go
-	if err != nil {
-		return err
-	}
+	rev := s.revisionOf(tok) // floor.go
 	var resp *clientv3.TxnResponse
+	var err error
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
 		resp, err = s.client.Txn(rctx).If(
