@@ -133,10 +133,7 @@ func (s *Store) tryAcquire(ctx context.Context, req lease.AcquireRequest, q *pla
 // name was in a passing state and another attempt should follow at once.
 func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, bool, error) {
 	name := req.Name
-	f, err := s.floorNow(ctx) // floor.go: the offset of the token
-	if err != nil {
-		return lease.Grant{}, nil, false, err
-	}
+	f := s.floorNow() // floor.go: the offset of the token
 	sent := time.Now()
 	rec := record{
 		Owner:     req.Owner,
@@ -444,10 +441,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	}
 	k := s.keys.lease(name)
 	h := holderHash(holder)
-	rev, err := s.revisionOf(ctx, tok) // floor.go
-	if err != nil {
-		return err
-	}
+	rev := s.revisionOf(tok) // floor.go
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
 		resp, err := s.client.Txn(rctx).If(

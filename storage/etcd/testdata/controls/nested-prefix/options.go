@@ -51,6 +51,11 @@ func defaultConfig() config {
 // "picket"), so that several deployments can share one cluster. Stores with
 // different prefixes never see each other's leases or fenced values; their
 // tokens still never collide, since they are the cluster's revisions.
+//
+// A prefix must not contain "/" (Open refuses it with lease.ErrInvalid): then
+// no deployment's key space prefix + "/" is a prefix of another's keys, which
+// "x" and "x/kv" would be ("x"'s fenced key "leases/a" is "x/kv"'s lease
+// key "a").
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithLockDelay is the lock-delay of acquires that do not ask for one
@@ -85,6 +90,8 @@ func WithTLS(caFile, certFile, keyFile string) Option {
 func WithTLSConfig(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 
 func (c *config) validate() error {
+	// The mutant nested-prefix: the rule before issue 20, which let "x/kv"
+	// beside "x".
 	if c.prefix == "" || strings.HasSuffix(c.prefix, "/") {
 		return invalidf("prefix %q must be non-empty and not end in /", c.prefix)
 	}
