@@ -83,7 +83,8 @@
 // queue), which changes at a release, not at the grant before it. A watch
 // starts at the current revision and, on a busy cluster, is followed by
 // one read of its key (a watch from an older revision waits for etcd's
-// sync of lagging watches, every 100 ms).
+// sync of lagging watches, every 100 ms). Every 2 s a waiter reads the key
+// it waits on and its own queue key, in case the watch missed a change.
 //
 // # Fenced values
 //

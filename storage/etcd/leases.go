@@ -81,7 +81,8 @@ type blocker struct {
 	key      string // "" when nothing was seen: try again at once
 	rev      int64  // the revision it was seen at (the transaction's)
 	held     *lease.HeldError
-	reserved bool // the name is free but reserved for the waiter whose queue key is key
+	reserved bool   // the name is free but reserved for the waiter whose queue key is key
+	own      string // the waiter's own queue key, if it is queued: gone, it must queue again
 
 	// Of a lease key (lease true): its mod revision, and how long after
 	// the store first saw that revision it may be ended (its TTL, or its
@@ -250,6 +251,9 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			return lease.Grant{}, nil, ended, err
 		}
 		b.rev = rev
+		if q != nil {
+			b.own = q.key
+		}
 		if q != nil && ahead != nil {
 			// Only the head of the queue watches the lease: the others
 			// watch the waiter before them, so a release wakes one.
@@ -259,7 +263,11 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	}
 	if ahead != nil {
 		// Free, but reserved for an earlier waiter, which takes it next.
-		return lease.Grant{}, &blocker{key: string(ahead.Key), rev: rev, held: held(name, string(ahead.Value), sent), reserved: true}, false, nil
+		b := &blocker{key: string(ahead.Key), rev: rev, held: held(name, string(ahead.Value), sent), reserved: true}
+		if q != nil {
+			b.own = q.key
+		}
+		return lease.Grant{}, b, false, nil
 	}
 	// Free and nobody queued, yet refused: the caller's own queue key was
 	// the newest (it was queued behind a waiter that has left since).

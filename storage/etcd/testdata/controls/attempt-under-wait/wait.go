@@ -38,8 +38,8 @@ type place struct {
 // errWaitOver is the cause of the wait's context when req.Wait runs out.
 var errWaitOver = errors.New("etcd: wait over")
 
-// pollEvery bounds how long a waiter trusts its watch alone: it tries again
-// at least this often, in case a watch was lost.
+// pollEvery bounds how long a waiter trusts its watch alone: it reads the
+// key it waits on at least this often, in case a watch missed a change.
 const pollEvery = 2 * time.Second
 
 // wait acquires req.Name, waiting up to req.Wait for it. The attempts run
@@ -220,13 +220,14 @@ func (s *Store) sessionGone(id clientv3.LeaseID) {
 
 // await returns when b's key has changed since b.rev (a queue key deleted,
 // a lease key deleted or rewritten), when a lease key has been seen
-// unchanged for as long as b says it may be, after pollEvery at most, or
-// with ctx's error (its cause).
+// unchanged for as long as b says it may be, or with ctx's error (its
+// cause).
 //
 // The watch starts at the current revision (one that starts at b.rev+1,
 // already past on a busy cluster, is served from etcd's history by its
 // sync of lagging watches, every 100 ms); once it exists, a read catches
-// what changed since b.rev.
+// what changed since b.rev. Every pollEvery, a read checks that the watch
+// missed nothing: a read, not another attempt (a write).
 func (s *Store) await(ctx context.Context, b *blocker) error {
 	if b.key == "" {
 		select {
@@ -236,14 +237,20 @@ func (s *Store) await(ctx context.Context, b *blocker) error {
 			return context.Cause(ctx)
 		}
 	}
-	limit := pollEvery
-	if b.lease {
-		// When the lease may be ended: b.left after b.seenAt.
-		limit = min(limit, b.left-(s.bootNow()-b.seenAt))
-	}
-	wctx, cancel := context.WithTimeout(ctx, max(limit, 0))
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := s.client.Watch(clientv3.WithRequireLeader(wctx), b.key, clientv3.WithCreatedNotify())
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	var up <-chan time.Time
+	if b.lease {
+		// When the lease may be ended: b.left after b.seenAt. A timer
+		// stops while the machine is suspended: it fires late then,
+		// never early.
+		t := time.NewTimer(max(b.left-(s.bootNow()-b.seenAt), 0))
+		defer t.Stop()
+		up = t.C
+	}
 	created := false
 	for {
 		select {
@@ -253,7 +260,7 @@ func (s *Store) await(ctx context.Context, b *blocker) error {
 			}
 			if resp.Created {
 				created = true
-				if resp.Header.Revision > b.rev && s.changed(wctx, b) {
+				if resp.Header.Revision > b.rev && s.changed(ctx, b) {
 					return s.woken(ctx)
 				}
 				continue
@@ -261,8 +268,14 @@ func (s *Store) await(ctx context.Context, b *blocker) error {
 			if created && len(resp.Events) > 0 {
 				return s.woken(ctx)
 			}
-		case <-wctx.Done():
+		case <-poll.C:
+			if s.changed(ctx, b) {
+				return s.woken(ctx)
+			}
+		case <-up:
 			return s.woken(ctx)
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		case <-s.closing:
 			return ErrClosed
 		}
@@ -278,16 +291,28 @@ func (s *Store) woken(ctx context.Context) error {
 }
 
 // changed reads b's key once: whether it changed since b was seen (or the
-// read failed: try again).
+// read failed: try again). For a queued waiter it reads its own queue key
+// too: a waiter whose key is gone must queue again.
 func (s *Store) changed(ctx context.Context, b *blocker) bool {
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
-	resp, err := s.client.Get(rctx, b.key, clientv3.WithKeysOnly())
-	if err != nil || len(resp.Kvs) == 0 {
+	ops := []clientv3.Op{clientv3.OpGet(b.key, clientv3.WithKeysOnly())}
+	if b.own != "" {
+		ops = append(ops, clientv3.OpGet(b.own, clientv3.WithKeysOnly()))
+	}
+	resp, err := s.client.Txn(rctx).Then(ops...).Commit()
+	if err != nil {
+		return true
+	}
+	if b.own != "" && len(resp.Responses[1].GetResponseRange().Kvs) == 0 {
+		return true
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
 		return true
 	}
 	if b.lease {
-		return resp.Kvs[0].ModRevision != b.mod
+		return kvs[0].ModRevision != b.mod
 	}
-	return resp.Kvs[0].CreateRevision > b.rev
+	return kvs[0].CreateRevision > b.rev
 }
