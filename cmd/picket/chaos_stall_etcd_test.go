@@ -29,7 +29,8 @@ import (
 // goroutines, each with a store of its own talking to one member, contend
 // for a few names with 2–3 s TTLs, keep their leases alive, write to a
 // fenced key per name and release; the etcd leader is stopped with SIGSTOP
-// for 4 s (four election timeouts), then continued, ten times.
+// for 4 s (four election timeouts), then continued, ten times (up to five
+// more while no handle has yet believed across a whole stall).
 //
 // Each handle's belief is sampled (Err() == nil, stamped on CLOCK_BOOTTIME
 // before and after the call) every 10 ms. The ground truth is a watch on the
@@ -151,6 +152,27 @@ type stallRun struct {
 	stalls [][2]int64 // SIGSTOP and SIGCONT of each stall
 }
 
+// across returns how many handles believed in their lease across a whole
+// stall so far.
+func (r *stallRun) across() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.acrossLocked()
+}
+
+func (r *stallRun) acrossLocked() int {
+	n := 0
+	for _, b := range r.beliefs {
+		for _, s := range r.stalls {
+			if b.first < s[0] && b.last > s[1] {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 type watchKey struct {
 	key string
 	rev int64
@@ -187,7 +209,10 @@ func runLeaderStall(t *testing.T, bin string) {
 	}
 
 	began := time.Now()
-	for i := range stallCount() {
+	// The planned stalls, and up to five more while no handle has believed
+	// across a whole stall yet (a loaded machine renews late): the check
+	// below needs the danger to have been there.
+	for i := 0; i < stallCount() || i < stallCount()+5 && r.across() == 0; i++ {
 		time.Sleep(2*time.Second + time.Duration(rand.Int64N(int64(time.Second))))
 		leader := c.leader()
 		for end := time.Now().Add(15 * time.Second); leader < 0 && time.Now().Before(end); leader = c.leader() {
@@ -205,7 +230,9 @@ func runLeaderStall(t *testing.T, bin string) {
 		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
+		r.mu.Lock()
 		r.stalls = append(r.stalls, [2]int64{stopped, sharedNow()})
+		r.mu.Unlock()
 		t.Logf("stall %d/%d: leader m%d stopped for %v (%v into the run)", i+1, stallCount(), leader, stallPause, time.Since(began).Round(time.Second))
 	}
 	time.Sleep(3 * time.Second)
@@ -448,15 +475,7 @@ func (r *stallRun) check() {
 	}
 
 	// The danger was there: handles that believed across a whole stall.
-	across := 0
-	for _, b := range r.beliefs {
-		for _, s := range r.stalls {
-			if b.first < s[0] && b.last > s[1] {
-				across++
-				break
-			}
-		}
-	}
+	across := r.acrossLocked()
 	t.Logf("%d stalls; %d grants (%d found in the watch), %d fenced writes acknowledged; %d handles believed across a stall; "+
 		"%d lease ends judged: %d believed after their key was gone, %d overlapping beliefs",
 		len(r.stalls), len(r.beliefs), matched, acked, across, judged, late, overlaps)

@@ -27,8 +27,9 @@ import (
 
 // BenchmarkCycles measures what picket on etcd costs the etcd server,
 // beside etcd's own concurrency.Mutex on the same member in the same run:
-// acquire+release cycles on distinct names (each client its own name) and
-// fresh grants (a new name each time, never released), at
+// acquire+release cycles on distinct names (each client its own name), on
+// one hot name (every client waiting its turn: hand-overs), and fresh
+// grants (a new name each time, never released), at
 // PICKET_BENCH_CLIENTS clients (default 64). Besides the rate it reports,
 // per operation, the RPCs the server handled by method (from its /metrics:
 // grpc_server_handled_total, and grpc_server_msg_received_total for the
@@ -59,38 +60,38 @@ func BenchmarkCycles(b *testing.B) {
 	}
 	b.Cleanup(func() { cli.Close() })
 
-	for _, w := range []string{"distinct", "fresh"} {
-		picket := func(old bool) func(b *testing.B) {
-			return func(b *testing.B) {
-				st, err := etcd.Open([]string{endpoint}, etcd.WithPrefix("bench-"+lease.NewHolder()[:8]))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer st.Close()
-				if old {
-					etcd.KeepAliveAlways(st)
-				}
-				measure(b, endpoint, pid, clients, func(ctx context.Context, i int, next func() bool) error {
-					name, holder := fmt.Sprintf("%s/%d", lease.NewHolder()[:8], i), lease.NewHolder()
-					for n := 0; next(); n++ {
-						req := lease.AcquireRequest{Name: name, Holder: holder, TTL: ttl}
-						if w == "fresh" {
-							req.Name = fmt.Sprintf("%s/%d", name, n)
-						}
-						g, err := st.Acquire(ctx, req)
-						if err != nil {
+	for _, w := range []string{"distinct", "fresh", "hot"} {
+		picket := func(b *testing.B) {
+			st, err := etcd.Open([]string{endpoint}, etcd.WithPrefix("bench-"+lease.NewHolder()[:8]))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			hot := "hot-" + lease.NewHolder()[:8]
+			measure(b, endpoint, pid, clients, func(ctx context.Context, i int, next func() bool) error {
+				name, holder := fmt.Sprintf("%s/%d", lease.NewHolder()[:8], i), lease.NewHolder()
+				for n := 0; next(); n++ {
+					req := lease.AcquireRequest{Name: name, Holder: holder, TTL: ttl}
+					switch w {
+					case "fresh":
+						req.Name = fmt.Sprintf("%s/%d", name, n)
+					case "hot":
+						req.Name, req.Wait = hot, lease.MaxWait
+					}
+					g, err := st.Acquire(ctx, req)
+					if err != nil {
+						return err
+					}
+					if w != "fresh" {
+						if err := st.Release(ctx, req.Name, holder, g.Token); err != nil {
 							return err
 						}
-						if w == "distinct" {
-							if err := st.Release(ctx, req.Name, holder, g.Token); err != nil {
-								return err
-							}
-						}
 					}
-					return nil
-				})
-			}
+				}
+				return nil
+			})
 		}
+		hot := "mutex-hot-" + lease.NewHolder()[:8]
 		mutex := func(b *testing.B) {
 			measure(b, endpoint, pid, clients, func(ctx context.Context, i int, next func() bool) error {
 				s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(ttl.Seconds())))
@@ -101,14 +102,21 @@ func BenchmarkCycles(b *testing.B) {
 				name := fmt.Sprintf("mutex-%s/%d", lease.NewHolder()[:8], i)
 				for n := 0; next(); n++ {
 					pfx := name
-					if w == "fresh" {
+					switch w {
+					case "fresh":
 						pfx = fmt.Sprintf("%s/%d", name, n)
+					case "hot":
+						pfx = hot
 					}
 					m := concurrency.NewMutex(s, pfx)
-					if err := m.TryLock(ctx); err != nil {
+					lock := m.TryLock
+					if w == "hot" {
+						lock = m.Lock
+					}
+					if err := lock(ctx); err != nil {
 						return err
 					}
-					if w == "distinct" {
+					if w != "fresh" {
 						if err := m.Unlock(ctx); err != nil {
 							return err
 						}
@@ -118,10 +126,7 @@ func BenchmarkCycles(b *testing.B) {
 			})
 		}
 		b.Run("workload="+w+"/impl=mutex", mutex)
-		b.Run("workload="+w+"/impl=picket", picket(false))
-		if w == "distinct" {
-			b.Run("workload="+w+"/impl=picket-keepalive-always", picket(true))
-		}
+		b.Run("workload="+w+"/impl=picket", picket)
 	}
 }
 

@@ -7,11 +7,11 @@
 //
 // Everything lives under a prefix (WithPrefix, default "picket"):
 //
-//	picket/leases/NAME        the lease: holder's SHA-256 | JSON (owner, TTL, lock-delay, expiry for people)
-//	picket/delay/NAME         the lock-delay key of a lease that has one
-//	picket/queue/NAME\x00ID   a waiter's place in the queue of NAME
-//	picket/kv/KEY             a fenced value: its highest token, then the value
-//	picket/floor              the token floor: the offset added to revisions (floor.go)
+//	picket/leases/NAME              the lease: holder's SHA-256 | JSON (owner, TTL, lock-delay, expiry for people,
+//	                                the floor's offset); "expired|" JSON once its lease has expired and its lock-delay runs
+//	picket/queue/NAME\x00HASH/ID    a waiter's place in the queue of NAME (HASH: its holder's SHA-256)
+//	picket/kv/KEY                   a fenced value: its highest token, then the value
+//	picket/floor                    the token floor: the offset added to revisions (floor.go)
 //
 // A prefix must not contain "/": then no deployment's keys (prefix + "/" +
 // ...) can be another's, as "x"'s fenced key "leases/a" was "x/kv"'s lease
@@ -19,67 +19,72 @@
 //
 // # A lease
 //
-// A grant is an etcd lease of the TTL, rounded up to whole seconds (etcd
-// counts seconds and has a minimum TTL, 1.5 heartbeats of an election
-// timeout, 2 s by default; Grant.TTL says what etcd granted; from 16 s the
-// etcd lease is a second longer than Grant.TTL, see "The lease pool"), and one
-// transaction that creates the lease key on it only if the name is free: no
-// lease key, no lock-delay key, nobody queued. The token is the key's create
-// revision, the revision of that transaction, plus the token floor's offset
-// (zero until RaiseFloor, after a restore: see floor.go): greater than every
-// revision before it, for any key, so greater than every token handed out.
+// A grant is one transaction that creates the lease key only if the name is
+// free: no lease key, nobody queued (or, for a waiter, nobody queued before
+// it), and the token floor unchanged since this store read it. The token is
+// the key's create revision, the revision of that transaction, plus the
+// token floor's offset (zero until RaiseFloor, after a restore: see
+// floor.go), kept in the lease's record: greater than every revision before
+// it, for any key, so greater than every token handed out. Grant.TTL is the
+// TTL asked, to the millisecond. The lease key has no etcd lease.
 //
-// Renew keeps the etcd lease alive, then rewrites the key in a transaction
-// that compares its create revision with the token and its etcd lease with
-// the one kept alive; etcd refuses to keep alive an etcd lease that has
-// expired, even before it has deleted its key, so an expired lease cannot be
-// renewed. A new TTL attaches the key to a new etcd lease in that transaction
-// without deleting it, so the token does not change; the old etcd lease is
-// then revoked. Release deletes the key in a transaction that compares the
-// create revision and the holder, then revokes the etcd lease. Expiry is
-// etcd's: the leader revokes an etcd lease whose TTL has run out on its clock
-// (within about half a second), which deletes the key. A new leader extends
-// every etcd lease by a full TTL, so a failover makes leases last longer,
-// never shorter. The lease handle's local deadline counts the TTL the caller
-// asked for from before its request was sent, and etcd's expiry is never
-// earlier than that.
+// Renew reads the key and rewrites it in a transaction that compares its
+// mod revision with the one read (so its create revision, the token, and
+// its holder are the caller's); the rewrite changes the mod revision.
+// Release deletes the key, and the holder's queue key if it came through the
+// queue, in a transaction that compares the create revision and the holder.
 //
-// # The lease pool
+// # Expiry, by observation
 //
-// A clean release keeps its etcd lease (no key left on it) in a pool for the
-// next grant of the same TTL, instead of a revoke now and a grant then (each
-// a write through consensus). The store remembers, on a clock that counts suspend (CLOCK_BOOTTIME),
-// the earliest instant etcd can expire each etcd lease it granted or kept
-// alive: the send time of that request plus the etcd TTL. A pooled etcd
-// lease serves a grant as it is while that instant is at least the grant's
-// TTL after the grant's send time, and is kept alive first otherwise, so a
-// grant's deadline is never later than etcd's end of its etcd lease. From
-// 16 s on, etcd leases are asked one second longer than the TTL reported,
-// so a pooled one serves the grants of the next second without a keep-alive:
-// an acquire+release cycle is then two transactions. The price: a lease
-// whose holder stops renewing may stay held up to a second past its TTL
-// (plus etcd's revoke lag), at most 1/16 of the TTL.
+// A lease ends when a store has seen its key unchanged, at one mod revision,
+// for the whole TTL, measured on that store's own suspend-aware clock
+// (CLOCK_BOOTTIME) from the first moment it saw that revision; the store
+// then ends it with a transaction that compares that revision, so a renewal
+// or release in between wins. Stores look when they try to take the name
+// (a waiter at the head of the queue watches the key and looks when its
+// time is up), and at Get, List and Renew: Get and List leave out, and end,
+// the leases their store has seen unchanged for a TTL.
+//
+// The holder's handle counts its deadline from before it sent the request
+// that wrote the revision; an observer first sees that revision after it
+// was written, and waits a full TTL from then. As long as the two clocks
+// run at the same rate (no clock is compared with another), no observer
+// ends a lease before its holder's deadline. etcd's lease revocation, which
+// a leader stopped past an election timeout runs early once it is resumed
+// (etcd issue 15247, on every version), decides nothing. The price: a
+// holder that dies is replaced up to about two TTLs after its last renewal
+// (its deadline, then a TTL of watching by an observer that came late).
+// Every open store also sweeps: it reads a page of lease keys every 5 s, in
+// turn, and ends what it has seen unchanged for its TTL, so the key of a
+// name nobody asks for again does not stay for ever.
 //
 // # Lock-delay
 //
-// An expired etcd lease deletes the lease key by itself, so nothing in the
-// key can outlive it. A lease with a lock-delay therefore has a second key,
-// picket/delay/NAME, on a second etcd lease whose TTL is the first one's
-// plus the lock-delay (rounded up to whole seconds), created in the grant's
-// transaction and kept alive (or moved) after the first at every renew. A
-// grant requires both keys to be absent: after an expiry the name stays
-// unavailable at least the lock-delay; a clean release deletes both at once.
+// A lease with a lock-delay that expires is not deleted: the observer
+// rewrites its key as an expired key (no holder's hash: neither Renew nor
+// Release matches it), which blocks the name until a store has seen it
+// unchanged for the lock-delay, and deletes it then. A clean release
+// deletes the key at once.
 //
 // # Waiting
 //
-// As etcd's concurrency.Mutex: a waiter puts a key in the name's queue, on
-// an etcd lease of its own kept alive while it waits; the create revisions
-// give the order. A grant to a waiter requires that no queued key be older
-// than its own, and a grant to anyone else that the queue be empty, so
-// waiters are served in the order they came, whichever process or machine
-// they wait in. Each waiter watches the one key in its way (the lease key,
-// the lock-delay key or the queued key before its own) and tries again when
-// it is deleted, or every second.
+// As etcd's concurrency.Mutex: a waiter puts a key in the name's queue, in
+// the transaction of its first attempt (which grants the name at once if it
+// is free and nobody waits); the create revisions give the order. The
+// queue keys of a store share one etcd lease, its session, kept alive while
+// it has waiters, so the queue of a process that dies empties when its
+// session expires. A grant to a waiter requires that no queued key be older
+// than its own and that its own key still be there (a waiter whose key is
+// gone queues again), and a grant to anyone else that the queue be empty,
+// so waiters are served in the order they came, whichever process or
+// machine they wait in. A waiter's queue key stays while it holds the name,
+// and its release deletes it: each waiter watches the one key in its way
+// (the queued key before its own, or the lease key for the head of the
+// queue), which changes at a release, not at the grant before it. A watch
+// starts at the current revision and, on a busy cluster, is followed by
+// one read of its key (a watch from an older revision waits for etcd's
+// sync of lagging watches, every 100 ms). Every 2 s a waiter reads the key
+// it waits on and its own queue key, in case the watch missed a change.
 //
 // # Fenced values
 //

@@ -29,23 +29,3 @@ func mustOpen(t testing.TB, c *etcdtest.Cluster, opts ...etcd.Option) *etcd.Stor
 	})
 	return st
 }
-
-// storeAndControl runs check on a store of c as it is, where every finding
-// is an error, then on one broken by brk, where check must find something
-// (missed is the failure when it finds nothing): a check and its control.
-func storeAndControl(t *testing.T, c *etcdtest.Cluster, check func(*testing.T, *etcd.Store) []string, brk func(*etcd.Store), missed string) {
-	t.Run("Store", func(t *testing.T) {
-		for _, f := range check(t, mustOpen(t, c)) {
-			t.Error(f)
-		}
-	})
-	t.Run("Control", func(t *testing.T) {
-		st := mustOpen(t, c)
-		brk(st)
-		found := check(t, st)
-		if len(found) == 0 {
-			t.Fatal(missed)
-		}
-		t.Logf("caught, as it should be: %v", found)
-	})
-}

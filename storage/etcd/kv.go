@@ -136,7 +136,7 @@ func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token
 			return failed(ctx, op, key, true, err)
 		}
 		if !resp.Succeeded {
-			s.floorFrom(resp) // raised meanwhile (or the usage changed): judge the token again
+			_, _ = s.floorFrom(resp) // raised meanwhile (or the usage changed): judge the token again
 			continue
 		}
 		outer := resp.Responses[0].GetResponseTxn()

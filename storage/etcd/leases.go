@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/picketlock/picket/lease"
@@ -13,11 +14,11 @@ import (
 )
 
 // Acquire grants the lease on req.Name (see lease.Store). The grant is one
-// transaction: the lease key is created, attached to an etcd lease of
-// req.TTL rounded up to whole seconds (Grant.TTL says what etcd granted;
-// from 16 s etcd's is a second longer, and a pooled one may be reused: see
-// pool.go), only if the name is free: no lease key, no lock-delay key, and
-// nobody waiting in the queue. The token is the revision of that transaction.
+// transaction that creates the lease key only if the name is free: no lease
+// key, and nobody waiting before the caller in the queue. The key has no
+// etcd lease: it ends when released, or when an observer has seen it
+// unchanged for its TTL (observe.go). The token is the revision of that
+// transaction. Grant.TTL is req.TTL, to the millisecond.
 //
 // Errors: lease.ErrInvalid, lease.ErrHeld (a *lease.HeldError), an
 // *UnavailableError (lease.ErrUnavailable; Unknown when the grant may have
@@ -36,14 +37,14 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	if err := s.leaseQuota(ctx, req.Name); err != nil { // quota.go
 		return lease.Grant{}, err
 	}
+	if req.Wait > 0 {
+		return s.wait(ctx, req)
+	}
 	g, b, err := s.tryAcquire(ctx, req, nil)
 	if err != nil || b == nil {
 		return g, err
 	}
-	if req.Wait == 0 {
-		return s.handover(ctx, req, b)
-	}
-	return s.wait(ctx, req, b)
+	return s.handover(ctx, req, b)
 }
 
 // handoverWait bounds how long an acquire that does not wait lets a free
@@ -74,206 +75,272 @@ func (s *Store) handover(ctx context.Context, req lease.AcquireRequest, b *block
 	return lease.Grant{}, b.held
 }
 
-// blocker is what keeps a name from being granted: a key whose deletion
-// is worth waiting for, as seen at revision rev, and the ErrHeld to answer
-// meanwhile.
+// blocker is what keeps a name from being granted: a key worth watching,
+// as seen at revision rev, and the ErrHeld to answer meanwhile.
 type blocker struct {
 	key      string // "" when nothing was seen: try again at once
-	rev      int64
+	rev      int64  // the revision it was seen at (the transaction's)
 	held     *lease.HeldError
-	reserved bool // the name is free but reserved for the waiter whose queue key is key
+	reserved bool   // the name is free but reserved for the waiter whose queue key is key
+	own      string // the waiter's own queue key, if it is queued: gone, it must queue again
+
+	// Of a lease key (lease true): its mod revision, and how long after
+	// the store first saw that revision it may be ended (its TTL, or its
+	// lock-delay when expired, less what has been seen already), from
+	// seenAt (a reading of bootNow).
+	lease  bool
+	mod    int64
+	left   time.Duration
+	seenAt time.Duration
 }
 
-// tryAcquire makes one attempt at granting req. It returns the grant, or a
-// blocker when the name is held, or an error. q is the caller's place in
-// the queue, nil when it is not queued: a queued caller may take the name
-// only when nobody queued before it; an unqueued one only when nobody is
-// queued at all.
+// attempts bounds the attempts of one tryAcquire that find the name in a
+// passing state (an expired key just ended, the caller's own lease changing
+// under a concurrent call of the same holder, the caller's queue key gone).
+const attempts = 32
+
+// tryAcquire makes attempts at granting req until one grants it, finds it
+// held or reserved, or fails. q is the caller's place in the queue, nil when
+// it does not wait: a queued caller may take the name only when nobody
+// queued before it; an unqueued one only when nobody is queued at all.
 func (s *Store) tryAcquire(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, error) {
-	for attempt := 0; ; attempt++ {
-		g, b, err := s.attempt(ctx, req, q)
-		if err != nil || b == nil || b.key != "" || attempt == 2 {
+	for i := 0; ; i++ {
+		g, b, again, err := s.attempt(ctx, req, q)
+		if err != nil || !again {
 			return g, b, err
 		}
-	}
-}
-
-// errLeaseGone: the transaction of an attempt found its etcd lease gone (a
-// pooled one reused without a keep-alive, revoked meanwhile by another
-// store); nothing was written.
-var errLeaseGone = errors.New("etcd: the etcd lease is gone")
-
-func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, error) {
-	g, b, err := s.attemptOn(ctx, req, q, true)
-	if errors.Is(err, errLeaseGone) {
-		g, b, err = s.attemptOn(ctx, req, q, false)
-	}
-	return g, b, err
-}
-
-// attemptOn makes one attempt, on a pooled etcd lease if pooled, else on a
-// new one.
-func (s *Store) attemptOn(ctx context.Context, req lease.AcquireRequest, q *place, pooled bool) (lease.Grant, *blocker, error) {
-	name := req.Name
-	f, err := s.floorNow(ctx) // floor.go: the offset of the token
-	if err != nil {
-		return lease.Grant{}, nil, err
-	}
-	sent := time.Now()
-	bootSent := s.bootNow() // pool.go: the etcd lease must outlive it by the TTL reported
-	ttl := seconds(req.TTL)
-	var l etcdLease
-	if pooled {
-		l, err = s.takeLease(ctx, "acquire", name, ttl, bootSent)
-	} else {
-		l, err = s.grant(ctx, "acquire", name, ttl+slack(ttl))
-	}
-	if err != nil {
-		return lease.Grant{}, nil, err
-	}
-	granted := reported(l.TTL, ttl)
-	var d etcdLease
-	if req.LockDelay > 0 {
-		// The lock-delay key's etcd lease outlives the lease key's by the
-		// lock-delay at least: granted now for the whole etcd TTL of the
-		// lease key's plus the lock-delay.
-		if d, err = s.grant(ctx, "acquire", name, l.TTL+seconds(req.LockDelay)); err != nil {
-			s.giveLease(ttl, l)
-			return lease.Grant{}, nil, err
+		if i == attempts {
+			return lease.Grant{}, nil, &UnavailableError{Op: "acquire", Name: req.Name,
+				Cause: errors.New("the name changed under every attempt (calls of the same holder racing?)")}
+		}
+		if i >= 2 {
+			// Calls of the same holder keep changing the key: step
+			// aside a random moment, longer each time.
+			select {
+			case <-time.After(rand.N(time.Duration(i) * time.Millisecond)):
+			case <-ctx.Done():
+				return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: %w", req.Name, context.Cause(ctx))
+			}
 		}
 	}
+}
+
+// attempt makes one attempt: the grant, or a blocker, or again when the
+// name was in a passing state and another attempt should follow at once.
+func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place) (lease.Grant, *blocker, bool, error) {
+	name := req.Name
+	f := s.floorNow() // floor.go: the offset of the token
+	sent := time.Now()
 	rec := record{
 		Owner:     req.Owner,
-		Asked:     ttl,
-		TTL:       granted * 1000,
+		TTL:       req.TTL.Milliseconds(),
 		LockDelay: req.LockDelay.Milliseconds(),
-		Expires:   expiresAt(sent, granted),
+		Expires:   expiresAt(sent, req.TTL),
 		Offset:    f.Offset,
 	}
-	k, dk, qp := s.keys.lease(name), s.keys.delay(name), s.keys.queue(name)
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(dk), "=", 0),
-		s.floorUnchanged(f),
-	}
-	then := []clientv3.Op{}
-	queueGet := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithLimit(1)}
-	if q == nil {
+	k, qp := s.keys.lease(name), s.keys.queue(name)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0), s.floorUnchanged(f)}
+	els := []clientv3.Op{clientv3.OpGet(k)}
+	var enqueue clientv3.LeaseID
+	switch {
+	case q == nil:
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
-		queueGet = append(queueGet, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-	} else {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), ">", q.rev-1).WithPrefix())
-		then = append(then, clientv3.OpDelete(q.key))
-		queueGet = append(queueGet, clientv3.WithMaxCreateRev(q.rev-1),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend))
+		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)))
+	case q.rev == 0:
+		// Not queued yet (or no longer): granted if nobody is queued,
+		// else queued in the same transaction, behind the newest waiter.
+		id, err := s.session(ctx, name)
+		if err != nil {
+			return lease.Grant{}, nil, false, err
+		}
+		enqueue = id
+		q.put = true
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
+		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),
+			clientv3.OpPut(q.key, req.Owner, clientv3.WithLease(id)))
+	default:
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.CreateRevision(qp), ">", q.rev-1).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(q.key), "=", q.rev))
+		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
+			clientv3.WithMaxCreateRev(q.rev-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),
+			clientv3.OpGet(q.key, clientv3.WithKeysOnly()))
 	}
-	if d.ID != clientv3.NoLease {
-		rec.DelayLease = int64(d.ID)
-		dr := delayRecord{Owner: req.Owner, FreeAt: rec.Expires + int64(req.LockDelay)}
-		then = append(then, clientv3.OpPut(dk, encodeDelay(dr), clientv3.WithLease(d.ID)))
-	}
-	then = append(then, clientv3.OpPut(k, encodeLease(req.Holder, rec), clientv3.WithLease(l.ID)))
+	// A waiter's queue key stays while it holds the lease (its release
+	// deletes it): the waiter behind, which watches it, wakes at the
+	// release, not at this grant.
+	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(req.Holder, rec))}
+	// Last, so that floorFrom finds it: the floor key, read when a raised
+	// floor failed the comparison.
+	els = append(els, clientv3.OpGet(s.keys.floor()))
 
 	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Txn(rctx).If(cmps...).Then(then...).
-		Else(clientv3.OpGet(k), clientv3.OpGet(dk), clientv3.OpGet(qp, queueGet...), clientv3.OpGet(s.keys.floor())).Commit()
+	resp, err := s.client.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
 	cancel()
 	if err != nil {
-		if isLeaseNotFound(err) {
-			// etcd refused the transaction whole (a put on an etcd lease
-			// that is gone): nothing was written.
-			s.revokeLater(d.ID)
-			if pooled {
-				return lease.Grant{}, nil, errLeaseGone
-			}
-			return lease.Grant{}, nil, failed(ctx, "acquire", name, false, err)
+		if enqueue != clientv3.NoLease && isLeaseNotFound(err) {
+			// The session's etcd lease is gone: nothing was written.
+			s.sessionGone(enqueue)
+			return lease.Grant{}, nil, true, nil
 		}
-		// The grant may have been committed: its etcd lease stays, so that
-		// the holder's retry gets the same grant back (or it expires).
-		return lease.Grant{}, nil, failed(ctx, "acquire", name, true, err)
+		// The grant may have been committed: the same holder's retry
+		// gets it back.
+		return lease.Grant{}, nil, false, failed(ctx, "acquire", name, true, err)
 	}
+	rev := resp.Header.Revision
 	if resp.Succeeded {
-		tok := tokenOf(resp.Header.Revision, f.Offset)
+		tok := tokenOf(rev, f.Offset)
 		if tok > token.Max {
-			s.revokeLater(l.ID, d.ID) // deletes the key just made
-			return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
+			s.deleteLater(k, rev)
+			return lease.Grant{}, nil, false, fmt.Errorf("etcd: acquire %q: the cluster's revision %d is above the largest token %d: %w",
 				name, tok, token.Max, lease.ErrUnavailable)
 		}
-		s.lives.set(l, s.bootNow())
+		if q != nil {
+			q.granted = true
+		}
 		return lease.Grant{
 			Name: name, Holder: req.Holder, Owner: req.Owner, Token: tok,
-			TTL:     time.Duration(granted) * time.Second,
-			Expires: time.Unix(0, rec.Expires).UTC(),
-		}, nil, nil
+			TTL: req.TTL, Expires: time.Unix(0, rec.Expires).UTC(),
+		}, nil, false, nil
 	}
-	s.giveLease(ttl, l) // nothing was attached to it
-	s.revokeLater(d.ID)
-	s.floorFrom(resp) // a raised floor fails the comparison: the next attempt uses it
-	rev := resp.Header.Revision
+	if g, err := s.floorFrom(resp); err != nil {
+		return lease.Grant{}, nil, false, err
+	} else if g.rev != f.rev {
+		// The floor was raised since this store read it: nothing but the
+		// queue key (if any) was written; again, with the new offset.
+		if q != nil && q.rev == 0 {
+			q.rev = rev
+		}
+		return lease.Grant{}, nil, true, nil
+	}
+	if q != nil {
+		switch {
+		case q.rev == 0:
+			q.rev = rev // queued by this transaction
+		case len(resp.Responses[2].GetResponseRange().Kvs) == 0:
+			// The caller's queue key is gone (its session's etcd lease
+			// lapsed or was revoked, or someone deleted it): queue again.
+			q.rev = 0
+			return lease.Grant{}, nil, true, nil
+		}
+	}
+	var ahead *mvccpb.KeyValue // the queued key before the caller's, or the head of the queue
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 && (q == nil || kvs[0].CreateRevision < q.rev) {
+		ahead = kvs[0]
+	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		info, r, h, err := leaseInfo(name, kvs[0])
+		kv := kvs[0]
+		h, r, expired, dr, err := decodeKey(kv.Value)
 		if err != nil {
-			return lease.Grant{}, nil, err
+			return lease.Grant{}, nil, false, err
 		}
-		if h == holderHash(req.Holder) {
-			// The same holder: its grant back, extended by the new TTL. If
-			// it went meanwhile (released, expired), try again.
-			g, err := s.renewKV(ctx, "acquire", name, req.Holder, kvs[0], r, req.TTL, sent)
+		if !expired && h == holderHash(req.Holder) {
+			// The same holder: its grant back, extended by the new TTL.
+			// If it changed meanwhile (a concurrent renew or release of
+			// the same holder), try again: "held" by itself would be false.
+			g, err := s.renewKV(ctx, "acquire", name, req.Holder, kv, r, req.TTL, sent)
 			if errors.Is(err, lease.ErrLost) {
-				return lease.Grant{}, &blocker{held: held(name, r.Owner, info.Expires)}, nil
+				return lease.Grant{}, nil, true, nil
 			}
-			return g, nil, err
+			return g, nil, false, err
 		}
-		expires := info.Expires.Add(time.Duration(r.LockDelay) * time.Millisecond)
-		return lease.Grant{}, ahead(q, resp, &blocker{key: k, rev: rev, held: held(name, r.Owner, expires)}), nil
+		b, ended, err := s.observe(ctx, name, kv, h, r, expired, dr)
+		if err != nil || ended {
+			return lease.Grant{}, nil, ended, err
+		}
+		b.rev = rev
+		if q != nil {
+			b.own = q.key
+		}
+		if q != nil && ahead != nil {
+			// Only the head of the queue watches the lease: the others
+			// watch the waiter before them, so a release wakes one.
+			b.key, b.lease = string(ahead.Key), false
+		}
+		return lease.Grant{}, b, false, nil
 	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		dr := decodeDelay(kvs[0].Value)
-		return lease.Grant{}, ahead(q, resp, &blocker{key: dk, rev: rev, held: held(name, dr.Owner, time.Unix(0, dr.FreeAt))}), nil
+	if ahead != nil {
+		// Free, but reserved for an earlier waiter, which takes it next.
+		b := &blocker{key: string(ahead.Key), rev: rev, held: held(name, string(ahead.Value), sent), reserved: true}
+		if q != nil {
+			b.own = q.key
+		}
+		return lease.Grant{}, b, false, nil
 	}
-	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
-		// Free, but handed to an earlier waiter, which takes it next.
-		return lease.Grant{}, &blocker{key: string(kvs[0].Key), rev: rev, held: held(name, string(kvs[0].Value), sent), reserved: true}, nil
-	}
-	return lease.Grant{}, &blocker{held: held(name, "", sent)}, nil
+	// Free and nobody queued, yet refused: the caller's own queue key was
+	// the newest (it was queued behind a waiter that has left since).
+	return lease.Grant{}, nil, true, nil
 }
 
-// ahead makes a queued waiter with a waiter before it watch that waiter's
-// key rather than b's: only the head of the queue watches the lease, so a
-// release wakes one waiter, not all of them.
-func ahead(q *place, resp *clientv3.TxnResponse, b *blocker) *blocker {
-	if q == nil {
-		return b
+// observe looks at the lease key kv of name, held by another holder (h, r)
+// or expired (dr): it ends the lease, or the lock-delay, if this store has
+// seen kv's revision for long enough (ended: try again), or returns the
+// blocker to wait on.
+func (s *Store) observe(ctx context.Context, name string, kv *mvccpb.KeyValue, h string, r record, expired bool, dr delayRecord) (*blocker, bool, error) {
+	now := s.bootNow()
+	seen := s.seen.see(string(kv.Key), kv.ModRevision, now)
+	limit, until := r.ttl(), time.Unix(0, r.Expires).Add(time.Duration(r.LockDelay)*time.Millisecond)
+	owner := r.Owner
+	if expired {
+		limit, until, owner = time.Duration(dr.LockDelay)*time.Millisecond, time.Unix(0, dr.FreeAt), dr.Owner
 	}
-	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
-		b.key = string(kvs[0].Key)
+	if seen >= limit {
+		if err := s.expire(ctx, name, kv, h, r, expired); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
 	}
-	return b
+	return &blocker{key: string(kv.Key), held: held(name, owner, until),
+		lease: true, mod: kv.ModRevision, left: limit - seen, seenAt: now}, false, nil
+}
+
+// expire ends the lease in kv, seen unchanged for its TTL (or ends its
+// lock-delay, seen unchanged that long), with a transaction that compares
+// its revision: a renewal or release meanwhile wins. A lease with a
+// lock-delay becomes an expired key, which blocks the name until it too has
+// been seen unchanged for the lock-delay; otherwise the key is deleted,
+// with the holder's queue key if it came through the queue.
+func (s *Store) expire(ctx context.Context, name string, kv *mvccpb.KeyValue, h string, r record, expired bool) error {
+	k := string(kv.Key)
+	then := []clientv3.Op{clientv3.OpDelete(k)}
+	if !expired {
+		if r.LockDelay > 0 {
+			dr := delayRecord{Owner: r.Owner, LockDelay: r.LockDelay,
+				FreeAt: time.Now().Add(time.Duration(r.LockDelay) * time.Millisecond).UnixNano()}
+			then = []clientv3.Op{clientv3.OpPut(k, encodeDelay(dr))}
+		}
+		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
+	}
+	rctx, cancel := s.rpc(ctx)
+	_, err := s.client.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).Then(then...).Commit()
+	cancel()
+	if err != nil {
+		return failed(ctx, "acquire", name, true, err)
+	}
+	s.seen.forget(k)
+	return nil
 }
 
 func held(name, owner string, expires time.Time) *lease.HeldError {
 	return &lease.HeldError{Name: name, Owner: owner, Expires: expires.UTC()}
 }
 
-// grant makes an etcd lease of ttl seconds (etcd may make it longer: its
-// minimum TTL).
-func (s *Store) grant(ctx context.Context, op, name string, ttl int64) (etcdLease, error) {
-	rctx, cancel := s.rpc(ctx)
-	defer cancel()
-	sent := s.bootNow()
-	r, err := s.client.Grant(rctx, ttl)
-	if err != nil {
-		return etcdLease{}, failed(ctx, op, name, false, err)
-	}
-	return etcdLease{ID: r.ID, TTL: r.TTL, alive: sent + time.Duration(r.TTL)*time.Second}, nil
+// deleteLater deletes key in the background if its create revision is rev.
+func (s *Store) deleteLater(key string, rev int64) {
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+		defer cancel()
+		_, _ = s.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev)).
+			Then(clientv3.OpDelete(key)).Commit()
+	})
 }
 
-// Renew extends the lease (see lease.Store). The etcd lease is kept alive
-// first (etcd refuses one that has expired, even before it has deleted the
-// key), then the key is rewritten in a transaction that compares its create
-// revision with tok and its etcd lease with the one kept alive. A new TTL
-// attaches the key to a new etcd lease in that transaction, without
-// deleting it: the token (its create revision) does not change.
+// Renew extends the lease (see lease.Store): the key is read, then rewritten
+// in a transaction that compares its revision with the one read (the
+// rewrite changes it: every observer counts the TTL anew). The token (its
+// create revision) does not change.
 //
 // Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError, ErrClosed,
 // or ctx's error.
@@ -285,9 +352,10 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		return lease.Grant{}, ErrClosed
 	}
 	sent := time.Now()
+	k := s.keys.lease(name)
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
-		resp, err := s.client.Get(rctx, s.keys.lease(name))
+		resp, err := s.client.Get(rctx, k)
 		cancel()
 		if err != nil {
 			return lease.Grant{}, failed(ctx, "renew", name, false, err)
@@ -295,20 +363,28 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		if len(resp.Kvs) == 0 || keyToken(resp.Kvs[0]) != tok {
 			return lease.Grant{}, lost("renew", name)
 		}
-		h, r, err := decodeLease(resp.Kvs[0].Value)
+		kv := resp.Kvs[0]
+		h, r, expired, _, err := decodeKey(kv.Value)
 		if err != nil {
 			return lease.Grant{}, err
 		}
-		if h != holderHash(holder) {
+		if expired || h != holderHash(holder) {
 			return lease.Grant{}, lost("renew", name)
 		}
-		g, err := s.renewKV(ctx, "renew", name, holder, resp.Kvs[0], r, ttl, sent)
+		if s.seen.see(k, kv.ModRevision, s.bootNow()) >= r.ttl() {
+			// This store has seen it unchanged for its TTL: it has
+			// expired, whoever renews it.
+			if err := s.expire(ctx, name, kv, h, r, false); err != nil {
+				return lease.Grant{}, err
+			}
+			return lease.Grant{}, lost("renew", name)
+		}
+		g, err := s.renewKV(ctx, "renew", name, holder, kv, r, ttl, sent)
 		if errors.Is(err, lease.ErrLost) && attempt < renewAttempts {
-			// The key's etcd lease changed under us: a concurrent call of
-			// the same holder (a re-acquire, a renew with another TTL)
-			// moved it to a new one. The lease is still this holder's
-			// as long as the key is: read it again rather than answer
-			// "lost" for a lease that is held.
+			// The key changed under us: a concurrent call of the same
+			// holder (a re-acquire, another renew) rewrote it. The lease
+			// is still this holder's as long as the key is: read it
+			// again rather than answer "lost" for a lease that is held.
 			continue
 		}
 		return g, err
@@ -316,7 +392,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 }
 
 // renewAttempts bounds how often Renew reads the key again after a
-// concurrent call of the same holder moved it to another etcd lease.
+// concurrent call of the same holder rewrote it.
 const renewAttempts = 5
 
 func lost(op, name string) error {
@@ -324,92 +400,38 @@ func lost(op, name string) error {
 }
 
 // renewKV extends the lease in kv (read at some revision, holder checked)
-// by ttl (0: its TTL), as sent at sent.
+// by ttl (0: its TTL), as sent at sent: the key is rewritten if its
+// revision is still kv's.
 func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb.KeyValue, r record, ttl time.Duration, sent time.Time) (lease.Grant, error) {
-	old, oldDelay := clientv3.LeaseID(kv.Lease), clientv3.LeaseID(r.DelayLease)
-	asked := r.Asked
 	if ttl != 0 {
-		asked = seconds(ttl)
+		r.TTL = ttl.Milliseconds()
 	}
-	ka, err := s.keepAlive(ctx, old)
-	if isLeaseNotFound(err) {
-		return lease.Grant{}, lost(op, name)
-	}
-	if err != nil {
-		return lease.Grant{}, failed(ctx, op, name, true, err)
-	}
-	l, d := ka, oldDelay
-	var made []clientv3.LeaseID // the etcd leases this renew made
-	if asked != r.Asked {
-		nl, err := s.grant(ctx, op, name, asked+slack(asked))
-		if err != nil {
-			return lease.Grant{}, err
-		}
-		l = nl
-		made = append(made, l.ID)
-	}
-	if r.LockDelay > 0 {
-		keep := d != clientv3.NoLease && l.ID == old
-		if keep {
-			_, err = s.keepAlive(ctx, d)
-			keep = err == nil
-		}
-		if !keep {
-			nd, err := s.grant(ctx, op, name, l.TTL+seconds(time.Duration(r.LockDelay)*time.Millisecond))
-			if err != nil {
-				s.revokeLater(made...)
-				return lease.Grant{}, err
-			}
-			d = nd.ID
-			made = append(made, d)
-		}
-	}
-	granted := reported(l.TTL, asked)
-	r.Asked, r.TTL, r.DelayLease = asked, granted*1000, int64(d)
-	r.Expires = expiresAt(sent, granted)
-	k := s.keys.lease(name)
-	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(holder, r), clientv3.WithLease(l.ID))}
-	if d != clientv3.NoLease {
-		dr := delayRecord{Owner: r.Owner, FreeAt: r.Expires + r.LockDelay*int64(time.Millisecond)}
-		then = append(then, clientv3.OpPut(s.keys.delay(name), encodeDelay(dr), clientv3.WithLease(d)))
-	}
+	r.Expires = expiresAt(sent, r.ttl())
+	k := string(kv.Key)
 	rctx, cancel := s.rpc(ctx)
 	resp, err := s.client.Txn(rctx).If(
-		clientv3.Compare(clientv3.CreateRevision(k), "=", kv.CreateRevision),
-		clientv3.Compare(clientv3.LeaseValue(k), "=", kv.Lease),
-	).Then(then...).Commit()
+		clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision),
+	).Then(clientv3.OpPut(k, encodeLease(holder, r))).Commit()
 	cancel()
 	if err != nil {
-		// Committed or not, the key is on one of these etcd leases: the
-		// new ones must stay until their TTL.
 		return lease.Grant{}, failed(ctx, op, name, true, err)
 	}
 	if !resp.Succeeded {
-		s.revokeLater(made...)
 		return lease.Grant{}, lost(op, name)
-	}
-	s.lives.set(l, s.bootNow())
-	if l.ID != old {
-		s.revokeLater(old)
-	}
-	if d != oldDelay {
-		s.revokeLater(oldDelay)
 	}
 	return lease.Grant{
 		Name: name, Holder: holder, Owner: r.Owner, Token: tokenOf(kv.CreateRevision, r.Offset),
-		TTL:     time.Duration(granted) * time.Second,
-		Expires: time.Unix(0, r.Expires).UTC(),
+		TTL: r.ttl(), Expires: time.Unix(0, r.Expires).UTC(),
 	}, nil
 }
 
 // Release frees the name at once (see lease.Store): one transaction deletes
-// the lease key (and its lock-delay key) if its create revision is tok and
-// its value names holder; then the etcd leases are revoked in the
-// background. The oldest waiter, in whatever process, is woken by its watch.
+// the lease key, and the holder's queue key if it came through the queue,
+// if the key's create revision is tok and its value names holder. The
+// oldest waiter, in whatever process, is woken by its watch.
 //
-// A release that reaches the cluster after the TTL but before etcd has
-// revoked the expired etcd lease (etcd's leader does that within about half
-// a second) finds the key and frees it as a clean release would.
+// A release that reaches the cluster after the TTL but before an observer
+// has ended the lease finds the key and frees it as a clean release would.
 //
 // Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError, ErrClosed,
 // or ctx's error.
@@ -422,18 +444,15 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	}
 	k := s.keys.lease(name)
 	h := holderHash(holder)
-	rev, err := s.revisionOf(ctx, tok) // floor.go
-	if err != nil {
-		return err
-	}
-	var resp *clientv3.TxnResponse
+	rev := s.revisionOf(tok) // floor.go
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
-		resp, err = s.client.Txn(rctx).If(
+		resp, err := s.client.Txn(rctx).If(
 			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
 			clientv3.Compare(clientv3.Value(k), ">", h),
 			clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
-		).Then(clientv3.OpGet(k), clientv3.OpDelete(k), clientv3.OpDelete(s.keys.delay(name))).Else(clientv3.OpGet(k)).Commit()
+		).Then(clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())).
+			Else(clientv3.OpGet(k)).Commit()
 		cancel()
 		if err != nil {
 			return failed(ctx, "release", name, true, err)
@@ -449,21 +468,13 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		}
 		rev = kvs[0].CreateRevision
 	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		// The transaction deleted the key: its etcd lease has nothing
-		// attached any more, and serves the next grant of its TTL.
-		_, r, err := decodeLease(kvs[0].Value)
-		if err == nil && r.Asked > 0 {
-			s.giveLease(r.Asked, s.lives.take(clientv3.LeaseID(kvs[0].Lease)))
-		} else {
-			s.revokeLater(clientv3.LeaseID(kvs[0].Lease))
-		}
-		s.revokeLater(clientv3.LeaseID(r.DelayLease))
-	}
+	s.seen.forget(k)
 	return nil
 }
 
-// Get returns the live lease on name (see lease.Store).
+// Get returns the live lease on name (see lease.Store). A lease this store
+// has seen unchanged for its TTL has expired: Get ends it and answers
+// ErrNotFound.
 //
 // Errors: lease.ErrInvalid, lease.ErrNotFound, an *UnavailableError,
 // ErrClosed, or ctx's error.
@@ -483,12 +494,40 @@ func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
 	if len(resp.Kvs) == 0 {
 		return lease.Info{}, fmt.Errorf("etcd: get %q: %w", name, lease.ErrNotFound)
 	}
-	info, _, _, err := leaseInfo(name, resp.Kvs[0])
+	kv := resp.Kvs[0]
+	live, err := s.live(ctx, name, kv)
+	if err != nil {
+		return lease.Info{}, err
+	}
+	if !live {
+		return lease.Info{}, fmt.Errorf("etcd: get %q: %w", name, lease.ErrNotFound)
+	}
+	info, _, _, err := leaseInfo(name, kv)
 	return info, err
 }
 
+// live reports whether the lease key kv holds a live lease: not an expired
+// key, and not seen unchanged by this store for its TTL (then ended).
+func (s *Store) live(ctx context.Context, name string, kv *mvccpb.KeyValue) (bool, error) {
+	h, r, expired, dr, err := decodeKey(kv.Value)
+	if err != nil {
+		return false, err
+	}
+	if expired {
+		if s.seen.see(string(kv.Key), kv.ModRevision, s.bootNow()) >= time.Duration(dr.LockDelay)*time.Millisecond {
+			return false, s.expire(ctx, name, kv, h, r, true)
+		}
+		return false, nil
+	}
+	if s.seen.see(string(kv.Key), kv.ModRevision, s.bootNow()) >= r.ttl() {
+		return false, s.expire(ctx, name, kv, h, r, false)
+	}
+	return true, nil
+}
+
 // List returns one page of the live leases (see lease.Store): one range
-// read of the lease keys, which etcd keeps in byte order.
+// read of the lease keys, which etcd keeps in byte order, leaving out the
+// expired ones.
 //
 // Errors: lease.ErrInvalid, an *UnavailableError, ErrClosed, or ctx's error.
 func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage, error) {
@@ -512,14 +551,22 @@ func (s *Store) List(ctx context.Context, req lease.ListRequest) (lease.ListPage
 	}
 	page := lease.ListPage{Leases: make([]lease.Info, 0, len(resp.Kvs))}
 	for _, kv := range resp.Kvs {
-		info, _, _, err := leaseInfo(string(kv.Key[len(base):]), kv)
+		name := string(kv.Key[len(base):])
+		live, err := s.live(ctx, name, kv)
+		if err != nil {
+			return lease.ListPage{}, err
+		}
+		if !live {
+			continue
+		}
+		info, _, _, err := leaseInfo(name, kv)
 		if err != nil {
 			return lease.ListPage{}, err
 		}
 		page.Leases = append(page.Leases, info)
 	}
-	if resp.More && len(page.Leases) > 0 {
-		page.Next = page.Leases[len(page.Leases)-1].Name
+	if resp.More && len(resp.Kvs) > 0 {
+		page.Next = string(resp.Kvs[len(resp.Kvs)-1].Key[len(base):])
 	}
 	return page, nil
 }

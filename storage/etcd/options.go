@@ -18,11 +18,6 @@ const (
 	DefaultPrefix         = "picket"
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
-
-	// queueTTL is the TTL of a waiter's place in the queue: a waiter that
-	// dies holds up the ones behind it at most this long (plus etcd's
-	// revoke lag).
-	queueTTL = 3 // seconds
 )
 
 // Option configures Open.

@@ -16,20 +16,29 @@ import (
 // record is what the lease key holds after the holder's hash: the lease as
 // granted. The token is not in it: it is the key's create revision.
 type record struct {
-	Owner      string `json:"o,omitempty"`
-	Asked      int64  `json:"a"`            // the TTL asked for, in whole seconds (rounded up)
-	TTL        int64  `json:"t"`            // the TTL granted, in milliseconds (whole seconds: etcd's less the slack, see pool.go)
-	LockDelay  int64  `json:"d,omitempty"`  // milliseconds
-	Expires    int64  `json:"x"`            // wall-clock rendering, Unix nanoseconds
-	DelayLease int64  `json:"dl,omitempty"` // the etcd lease of the lock-delay key, if any
-	Offset     int64  `json:"f,omitempty"`  // the token floor's offset at the grant (floor.go): token = create revision + Offset
+	Owner     string `json:"o,omitempty"`
+	TTL       int64  `json:"t"`           // the TTL, in milliseconds
+	LockDelay int64  `json:"d,omitempty"` // milliseconds
+	Expires   int64  `json:"x"`           // wall-clock rendering, Unix nanoseconds: for people, never decides
+	Offset    int64  `json:"f,omitempty"` // the token floor's offset at the grant (floor.go): token = create revision + Offset
 }
 
-// delayRecord is what the lock-delay key holds.
+// ttl returns how long the key must stay unchanged before an observer may
+// end the lease it holds.
+func (r record) ttl() time.Duration { return time.Duration(r.TTL) * time.Millisecond }
+
+// delayRecord is what the lease key holds once its lease has expired and
+// its lock-delay runs (an expired key): expiredTag, then this JSON. It has
+// no holder's hash, so neither Renew nor Release matches it.
 type delayRecord struct {
-	Owner  string `json:"o,omitempty"`
-	FreeAt int64  `json:"x"` // Unix nanoseconds, for people
+	Owner     string `json:"o,omitempty"`
+	LockDelay int64  `json:"d"` // milliseconds
+	FreeAt    int64  `json:"x"` // Unix nanoseconds, for people
 }
+
+// expiredTag starts the value of an expired key. It sorts outside every
+// holder's hash range (hex digits), so no hash comparison matches it.
+const expiredTag = "expired" + hashSep
 
 // holderHash is what the store keeps of a holder: its SHA-256 in hex, so
 // that the secret itself never sits in the cluster. Every hash has the same
@@ -72,13 +81,18 @@ func encodeDelay(r delayRecord) string {
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	return expiredTag + string(b)
 }
 
-func decodeDelay(v []byte) delayRecord {
-	var r delayRecord
-	_ = json.Unmarshal(v, &r) // a value that is not ours blocks the name all the same
-	return r
+// decodeKey reads a lease key's value: a lease (its holder's hash and
+// record) or an expired key in its lock-delay (expired true, dr).
+func decodeKey(v []byte) (hash string, r record, expired bool, dr delayRecord, err error) {
+	if js, ok := strings.CutPrefix(string(v), expiredTag); ok {
+		_ = json.Unmarshal([]byte(js), &dr) // a value that is not ours blocks the name all the same
+		return "", r, true, dr, nil
+	}
+	hash, r, err = decodeLease(v)
+	return hash, r, false, dr, err
 }
 
 // leaseInfo returns the public view of the lease in kv under name.
@@ -106,15 +120,8 @@ func keyToken(kv *mvccpb.KeyValue) token.Token {
 	return tokenOf(kv.CreateRevision, r.Offset)
 }
 
-// seconds rounds d up to whole seconds, at least one: etcd leases count
-// whole seconds.
-func seconds(d time.Duration) int64 {
-	s := int64((d + time.Second - 1) / time.Second)
-	return max(s, 1)
-}
-
-// expiresAt renders the expiry of a lease of ttl seconds asked at sent, in
-// Unix nanoseconds.
-func expiresAt(sent time.Time, ttl int64) int64 {
-	return sent.Add(time.Duration(ttl) * time.Second).UnixNano()
+// expiresAt renders the expiry of a lease of ttl asked at sent, in Unix
+// nanoseconds.
+func expiresAt(sent time.Time, ttl time.Duration) int64 {
+	return sent.Add(ttl).UnixNano()
 }

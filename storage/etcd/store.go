@@ -2,12 +2,13 @@ package etcd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-kit/log/level"
 	"github.com/picketlock/picket/lease"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -21,16 +22,16 @@ type Store struct {
 	client *clientv3.Client
 	keys   keys
 
-	pool  leasePool
-	lives lifetimes
-	floor floorCache // floor.go
-
-	boot lease.Clock // bootNow's clock (pool.go)
-	test testKnobs   // zero outside tests
+	seen    sightings     // observe.go
+	boot    lease.Clock   // bootNow's clock (observe.go)
+	sess    session       // the etcd lease of this store's queue keys (wait.go)
+	id      string        // names this store's queue keys
+	waiters atomic.Uint64 // counts them
+	floor   floorCache    // floor.go
 
 	closing   chan struct{}
 	closeOnce sync.Once
-	wg        sync.WaitGroup // background revokes
+	wg        sync.WaitGroup // background work: the sweep, the session, deletes
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -70,13 +71,16 @@ func Open(endpoints []string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connect to %v: %w", endpoints, err)
 	}
-	return &Store{
+	s := &Store{
 		cfg:     cfg,
 		client:  client,
 		keys:    keys{prefix: cfg.prefix + "/"},
 		boot:    lease.SuspendClock(),
+		id:      storeID(),
 		closing: make(chan struct{}),
-	}, nil
+	}
+	s.wg.Go(s.sweep)
+	return s, nil
 }
 
 // Close stops the background work and closes the connection. Leases stay in
@@ -85,7 +89,6 @@ func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.closing)
-		s.revokeLater(s.pool.drain()...)
 		s.wg.Wait()
 		err = s.client.Close()
 	})
@@ -127,52 +130,11 @@ func (s *Store) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
 	return clientv3.WithRequireLeader(ctx), cancel
 }
 
-// revokeLater revokes etcd leases in the background, bounded by the request
-// timeout; Close waits for it. A revoke that fails is harmless: the etcd
-// lease expires by itself.
-func (s *Store) revokeLater(ids ...clientv3.LeaseID) {
-	var todo []clientv3.LeaseID
-	for _, id := range ids {
-		if id != clientv3.NoLease {
-			todo = append(todo, id)
-		}
-	}
-	if len(todo) == 0 {
-		return
-	}
-	s.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
-		defer cancel()
-		for _, id := range todo {
-			if _, err := s.client.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
-				level.Debug(s.cfg.logger).Log("msg", "revoke failed; the etcd lease will expire by itself", "id", fmt.Sprintf("%x", int64(id)), "err", err)
-			}
-		}
-	})
-}
-
-// testKnobs change the store's behaviour for tests and benchmarks only
-// (export_test.go sets them).
-type testKnobs struct {
-	// keepAliveAlways keeps every pooled etcd lease alive before reuse,
-	// as the store did before it remembered their lifetimes (benchmarks
-	// compare the two).
-	keepAliveAlways bool
-	// reuseAny reuses a pooled etcd lease without keeping it alive
-	// whatever its age: the broken store of the tests' controls.
-	reuseAny bool
-	// heldWhileReserved answers a wait that ran out with the last ErrHeld
-	// seen, as the store once did, even when the name was free but
-	// reserved for an earlier waiter: the control of TestWaitOverReserved.
-	heldWhileReserved bool
-	// suspended moves bootNow forward (nanoseconds), as a suspend of the
-	// machine moves CLOCK_BOOTTIME and not Go's monotonic clock;
-	// goMonotonic measures on Go's monotonic clock instead, as the store
-	// did before: the control of the suspend test.
-	suspended   atomic.Int64
-	goMonotonic bool
-	// keepAlives counts the keep-alives sent.
-	keepAlives atomic.Int64
+// storeID returns a random name for a store's queue keys.
+func storeID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+	return hex.EncodeToString(b[:])
 }
 
 // keys names the keys of one prefix. Names cannot contain NUL (they refuse
@@ -181,7 +143,6 @@ type keys struct{ prefix string }
 
 func (k keys) lease(name string) string { return k.prefix + "leases/" + name }
 func (k keys) leases() string           { return k.prefix + "leases/" }
-func (k keys) delay(name string) string { return k.prefix + "delay/" + name }
 func (k keys) queue(name string) string { return k.prefix + "queue/" + name + "\x00" }
 func (k keys) kv(key string) string     { return k.prefix + "kv/" + key }
 func (k keys) health() string           { return k.prefix + "health" }

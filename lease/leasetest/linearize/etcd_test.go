@@ -34,8 +34,8 @@ func (c realClock) NowWall() (time.Duration, time.Time) {
 // cluster. The cluster keeps its own time, so the workload's TTLs are
 // minutes: nothing expires during the run (expiry on real time is the
 // conformance suite's RealTimeExpiry). A grant takes effect when its
-// transaction commits, after the etcd lease its deadline counts from was
-// granted: the model is told so (LateCommit).
+// transaction commits, after the instant its deadline counts from (the
+// request's send time): the model is told so (LateCommit).
 func TestLinearizableEtcd(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%dMembers", members), func(t *testing.T) {

@@ -42,16 +42,12 @@ func tokenOf(rev, offset int64) token.Token { return token.Token(rev + offset) }
 
 // revisionOf returns the create revision of the lease key of a grant of
 // tok under the floor the store knows.
-func (s *Store) revisionOf(ctx context.Context, tok token.Token) (int64, error) {
-	f, err := s.floorNow(ctx)
-	return int64(tok) - f.Offset, err
-}
+func (s *Store) revisionOf(tok token.Token) int64 { return int64(tok) - s.floorNow().Offset }
 
 // floorCache is a store's last reading of the floor key.
 type floorCache struct {
-	mu     sync.Mutex
-	loaded bool
-	state  floorState
+	mu    sync.Mutex
+	state floorState
 }
 
 // floorKey is the key of the floor.
@@ -69,31 +65,14 @@ func decodeFloor(kv *mvccpb.KeyValue) (floorState, error) {
 	return f, nil
 }
 
-// floorNow returns the floor the store knows, reading it from the cluster
-// the first time.
-func (s *Store) floorNow(ctx context.Context) (floorState, error) {
+// floorNow returns the floor the store knows: none until it has read the
+// floor key. Guessing "none" costs no request: a grant compares the guess
+// (the key's mod revision, 0 for no key) in its transaction, and one that
+// fails reads the key in its Else branch (floorFrom) and tries again.
+func (s *Store) floorNow() floorState {
 	s.floor.mu.Lock()
-	f, ok := s.floor.state, s.floor.loaded
-	s.floor.mu.Unlock()
-	if ok {
-		return f, nil
-	}
-	return s.readFloor(ctx)
-}
-
-// readFloor reads the floor key and remembers it.
-func (s *Store) readFloor(ctx context.Context) (floorState, error) {
-	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Get(rctx, s.keys.floor())
-	cancel()
-	if err != nil {
-		return floorState{}, failed(ctx, "read the token floor", s.cfg.prefix, false, err)
-	}
-	var kv *mvccpb.KeyValue
-	if len(resp.Kvs) > 0 {
-		kv = resp.Kvs[0]
-	}
-	return s.sawFloor(kv)
+	defer s.floor.mu.Unlock()
+	return s.floor.state
 }
 
 // sawFloor remembers the floor key kv (nil: none) as read in some response.
@@ -108,7 +87,7 @@ func (s *Store) sawFloor(kv *mvccpb.KeyValue) (floorState, error) {
 	// and started again has its floor key (if any) at a lower revision. A
 	// reading older than the one kept costs one failed grant and a new
 	// reading.
-	s.floor.state, s.floor.loaded = f, true
+	s.floor.state = f
 	return s.floor.state, nil
 }
 
@@ -121,14 +100,22 @@ func (s *Store) floorUnchanged(f floorState) clientv3.Cmp {
 }
 
 // floorFrom remembers the floor key read by the last operation of a
-// transaction's response (the Else branch of a grant whose comparison
-// failed).
-func (s *Store) floorFrom(r *clientv3.TxnResponse) {
-	if n := len(r.Responses); n > 0 {
-		if kvs := r.Responses[n-1].GetResponseRange().GetKvs(); len(kvs) > 0 && string(kvs[0].Key) == s.keys.floor() {
-			_, _ = s.sawFloor(kvs[0])
-		}
+// transaction's response (the Else branch of a grant or a fenced write
+// whose comparison failed): no key there is the zero floor. It returns the
+// floor now known.
+func (s *Store) floorFrom(r *clientv3.TxnResponse) (floorState, error) {
+	n := len(r.Responses)
+	if n == 0 || r.Responses[n-1].GetResponseRange() == nil {
+		return s.floorNow(), nil
 	}
+	var kv *mvccpb.KeyValue
+	if kvs := r.Responses[n-1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		if string(kvs[0].Key) != s.keys.floor() {
+			return s.floorNow(), nil
+		}
+		kv = kvs[0]
+	}
+	return s.sawFloor(kv)
 }
 
 // RaiseFloor makes every token the store's prefix hands out from now on

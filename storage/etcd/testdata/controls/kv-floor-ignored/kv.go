@@ -104,20 +104,29 @@ func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token
 		}
 		// The mutant kv-floor-ignored: the fenced KV does not refuse tokens up to
 		// the floor.
-		write := clientv3.OpPut(k, encodeFenced(tok, flag, value))
+		stored := encodeFenced(tok, flag, value)
+		var usage []clientv3.Cmp
+		var writes []clientv3.Op
+		if kv := firstKV(cur.Responses[0]); kv == nil || kv.Value == nil || string(kv.Value) < tokenText(tok+1) {
+			// A write that is not stale: within the KV quota (quota.go)?
+			if usage, writes, err = s.kvQuota(ctx, op, key, kv, stored); err != nil {
+				return err
+			}
+		}
+		writes = append(writes, clientv3.OpPut(k, stored))
 		notHigher := clientv3.Compare(clientv3.Value(k), "<", tokenText(tok+1)) // false on a missing key
 		absent := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
-		present := clientv3.OpTxn([]clientv3.Cmp{notHigher}, []clientv3.Op{write}, []clientv3.Op{clientv3.OpGet(k)})
+		present := clientv3.OpTxn([]clientv3.Cmp{notHigher}, writes, []clientv3.Op{clientv3.OpGet(k)})
 		rctx, cancel = s.rpc(ctx)
-		resp, err := s.client.Txn(rctx).If(s.floorUnchanged(f)).
-			Then(clientv3.OpTxn(absent, []clientv3.Op{write}, []clientv3.Op{present})).
+		resp, err := s.client.Txn(rctx).If(append(usage, s.floorUnchanged(f))...).
+			Then(clientv3.OpTxn(absent, writes, []clientv3.Op{present})).
 			Else(clientv3.OpGet(s.keys.floor())).Commit()
 		cancel()
 		if err != nil {
 			return failed(ctx, op, key, true, err)
 		}
 		if !resp.Succeeded {
-			s.floorFrom(resp) // raised meanwhile: judge the token again
+			_, _ = s.floorFrom(resp) // raised meanwhile (or the usage changed): judge the token again
 			continue
 		}
 		outer := resp.Responses[0].GetResponseTxn()

@@ -18,11 +18,6 @@ const (
 	DefaultPrefix         = "picket"
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
-
-	// queueTTL is the TTL of a waiter's place in the queue: a waiter that
-	// dies holds up the ones behind it at most this long (plus etcd's
-	// revoke lag).
-	queueTTL = 3 // seconds
 )
 
 // Option configures Open.
@@ -38,6 +33,7 @@ type config struct {
 	password       string
 	tls            *tls.Config
 	tlsFiles       *tlsFiles
+	quota          Quota // quota.go
 }
 
 type tlsFiles struct{ ca, cert, key string }
@@ -55,6 +51,11 @@ func defaultConfig() config {
 // "picket"), so that several deployments can share one cluster. Stores with
 // different prefixes never see each other's leases or fenced values; their
 // tokens still never collide, since they are the cluster's revisions.
+//
+// A prefix must not contain "/" (Open refuses it with lease.ErrInvalid): then
+// no deployment's key space prefix + "/" is a prefix of another's keys, which
+// "x" and "x/kv" would be ("x"'s fenced key "leases/a" is "x/kv"'s lease
+// key "a").
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithLockDelay is the lock-delay of acquires that do not ask for one
@@ -89,6 +90,8 @@ func WithTLS(caFile, certFile, keyFile string) Option {
 func WithTLSConfig(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 
 func (c *config) validate() error {
+	// The mutant nested-prefix: the rule before issue 20, which let "x/kv"
+	// beside "x".
 	if c.prefix == "" || strings.HasSuffix(c.prefix, "/") {
 		return invalidf("prefix %q must be non-empty and not end in /", c.prefix)
 	}
@@ -97,6 +100,9 @@ func (c *config) validate() error {
 	}
 	if c.lockDelay < 0 || c.lockDelay > lease.MaxLockDelay || c.lockDelay%time.Millisecond != 0 {
 		return invalidf("lock delay %v is not a whole number of milliseconds in [0, %v]", c.lockDelay, lease.MaxLockDelay)
+	}
+	if err := c.quota.validate(); err != nil {
+		return err
 	}
 	if c.dialTimeout <= 0 || c.requestTimeout <= 0 {
 		return invalidf("timeouts must be positive")
