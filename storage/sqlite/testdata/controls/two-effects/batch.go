@@ -149,7 +149,7 @@ func (b *batch) apply(o *op) (result, error) {
 	case opDelete:
 		return b.kvDelete(o)
 	case opSweep:
-		return b.sweep()
+		return b.sweep(o)
 	case opWait:
 		return b.poll(o)
 	case opLapse:
@@ -332,18 +332,4 @@ func deref(r *result) result {
 		return result{}
 	}
 	return *r
-}
-
-func (b *batch) sweep() (result, error) {
-	res, err := b.s.w.sweep.ExecContext(b.ctx, int64(b.now))
-	if err != nil {
-		return result{}, fmt.Errorf("sweep: %w", err)
-	}
-	// Waiters of processes that died (this process's own rows are its
-	// calls', alive or forgotten).
-	if err := b.sweepWaiters(); err != nil {
-		return result{}, err
-	}
-	n, err := res.RowsAffected()
-	return result{n: int(n)}, err
 }
