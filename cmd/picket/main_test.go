@@ -185,6 +185,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
 func (s *syncBuffer) WriteString(str string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -45,7 +45,7 @@ func TestPrintField(t *testing.T) {
 // SIGTERM comes, exiting 0, as etcdctl lock does.
 func TestAcquireHold(t *testing.T) {
 	db := tempDB(t)
-	cmd := picket(t, "acquire", "-db", db, "-name", "h", "-ttl", "1s", "-hold", "-print", "token")
+	cmd := picket(t, "acquire", "-db", db, "-name", "h", "-ttl", "3s", "-hold", "-print", "token")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestAcquireHold(t *testing.T) {
 		t.Fatalf("acquire -hold -print token: first line %q, %v; want \"1\\n\"; stderr %s", line, err, errb.String())
 	}
 	// Past two TTLs, the lease is still the holder's: renewed.
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(7 * time.Second)
 	if r := runPicket(t, "get", "-db", db, "-name", "h", "-print", "token"); r.code != exitOK || r.stdout != "1\n" {
 		t.Errorf("get while held, after two TTLs: exit %d, stdout %q, stderr %q; want the lease, token 1", r.code, r.stdout, r.stderr)
 	}
