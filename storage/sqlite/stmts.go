@@ -61,7 +61,7 @@ type writer struct {
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
 	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
 	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
-	sweep                   *sql.Stmt // delete rows in a range of names expired before a time (sweep.go)
+	sweep                   *sql.Stmt // delete the next expired rows after a name, at most a chunk (sweep.go)
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
 
@@ -98,7 +98,8 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
 		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
-		{&w.sweep, "DELETE FROM leases WHERE name > ? AND name <= ? AND expires_at + lock_delay_ms * 1000000 <= ?"},
+		{&w.sweep, `DELETE FROM leases WHERE name IN (SELECT name FROM leases
+			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name`},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
