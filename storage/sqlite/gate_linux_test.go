@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,8 +50,8 @@ func TestGateFrozenProcess(t *testing.T) {
 	g := acquire(t, s, "job", "h", time.Hour)
 
 	cmd := child(t, ctx, "gate-freeze", path, "frozen", 0)
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	out := &lockedBuffer{}
+	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,4 +108,23 @@ func stopped(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
+}
+
+// lockedBuffer is a bytes.Buffer safe for a child's output copier and the
+// test together.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -46,7 +46,7 @@ type writer struct {
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
 	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
 	dropHeld                *sql.Stmt // delete a live lease row held by holder with token; → whether the name has waiters
-	sweep                   *sql.Stmt // delete rows in a range of names expired before a time (sweep.go)
+	sweep                   *sql.Stmt // delete the next expired rows after a name, at most a chunk (sweep.go)
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
 
@@ -86,7 +86,8 @@ func (w *writer) prepare(ctx context.Context) error {
 		// the name: no waiter, no query to find one.
 		{&w.dropHeld, `DELETE FROM leases WHERE name = ?1 AND holder = ?2 AND token = ?3 AND expires_at > ?4
 			RETURNING EXISTS (SELECT 1 FROM waiters WHERE name = ?1 AND token = 0)`},
-		{&w.sweep, "DELETE FROM leases WHERE name > ? AND name <= ? AND expires_at + lock_delay_ms * 1000000 <= ?"},
+		{&w.sweep, `DELETE FROM leases WHERE name IN (SELECT name FROM leases
+			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name`},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},

@@ -2,26 +2,25 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
 // Sweeping in chunks. One DELETE of every expired row is one transaction,
 // and SQLite's -wal grows to hold every page it changed (a million expired
 // leases: 50 MB) and keeps that size until the store closes. So Sweep
-// deletes a bounded range of names per transaction, walking the table in
+// deletes at most sweepChunk rows per transaction, walking the table in
 // name order: each chunk is an operation of its own, committed with
 // whatever batch it rides in, so grants go on between chunks and the
 // checkpoints that follow each commit keep the -wal small (wal.go).
 
-// sweepChunk is how many rows one sweep transaction examines (deletes at
-// most): a few hundred kilobytes of -wal.
+// sweepChunk is the most rows one sweep transaction deletes: a few hundred
+// kilobytes of -wal.
 const sweepChunk = 2000
 
 // Sweep deletes the rows of leases that have expired and whose lock-delay
 // has passed, and returns how many. It is housekeeping: an expired row is
-// never in the way of a grant. It works in chunks of sweepChunk rows, one
-// transaction each; if ctx ends or a chunk fails, the rows of the chunks
+// never in the way of a grant. It deletes at most sweepChunk rows per
+// transaction; if ctx ends or a chunk fails, the rows of the chunks
 // before stay deleted and their count is returned with the error.
 //
 // Errors: ErrClosed, a *FailedError or another error matching
@@ -41,31 +40,35 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	}
 }
 
-// sweep deletes the expired rows among the next sweepChunk names after
-// o.name; the first chunk also deletes the waiters rows of processes that died
-// (this process's own rows are its calls', alive or forgotten).
+// sweep deletes the next sweepChunk expired rows after o.name, in name
+// order (one statement, which reads on past live rows: only the rows it
+// deletes reach the -wal); the first chunk also deletes the waiters rows of
+// processes that died (this process's own rows are its calls', alive or
+// forgotten).
 func (b *batch) sweep(o *op) (result, error) {
-	var last sql.NullString
-	var n int
-	if err := b.s.w.conn.QueryRowContext(b.ctx,
-		"SELECT max(name), count(*) FROM (SELECT name FROM leases WHERE name > ? ORDER BY name LIMIT ?)",
-		o.name, sweepChunk).Scan(&last, &n); err != nil {
-		return result{}, fmt.Errorf("sweep: find the chunk after %q: %w", o.name, err)
+	rows, err := b.s.w.sweep.QueryContext(b.ctx, o.name, int64(b.now), sweepChunk)
+	if err != nil {
+		return result{}, fmt.Errorf("sweep: %w", err)
 	}
 	var res result
-	if last.Valid {
-		r, err := b.s.w.sweep.ExecContext(b.ctx, o.name, last.String, int64(b.now))
-		if err != nil {
+	last := ""
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
 			return result{}, fmt.Errorf("sweep: %w", err)
 		}
-		deleted, err := r.RowsAffected()
-		if err != nil {
-			return result{}, fmt.Errorf("sweep: %w", err)
-		}
-		res.n = int(deleted)
-		if n == sweepChunk {
-			res.next = last.String
-		}
+		res.n++
+		last = max(last, name)
+	}
+	if err := rows.Close(); err != nil {
+		return result{}, fmt.Errorf("sweep: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return result{}, fmt.Errorf("sweep: %w", err)
+	}
+	if res.n == sweepChunk {
+		res.next = last
 	}
 	if o.name == "" {
 		if err := b.sweepWaiters(); err != nil {

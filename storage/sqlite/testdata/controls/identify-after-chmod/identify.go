@@ -28,7 +28,7 @@ func (s *Store) checkFile() error {
 		return err
 	}
 	return s.inspect() // mutant: and nothing identified
-	head, err := readHead(s.real)
+	head, err := s.readHead()
 	if err != nil {
 		return err
 	}
@@ -43,17 +43,28 @@ func (s *Store) checkFile() error {
 }
 
 // readHead returns the first 100 bytes of the file (SQLite's header), fewer
-// if the file is shorter.
-func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+// if the file is shorter. It reads through the process's descriptor of the
+// inode (inode.go), kept open while any Store of the process uses the file:
+// closing a descriptor of its own would drop every POSIX lock the process
+// holds on the file, SQLite's included.
+func (s *Store) readHead() ([]byte, error) {
 	head := make([]byte, 100)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read the header of %s: %w", path, err)
+	var n int
+	var err error
+	if f := s.m.descriptor(); f != nil { // gate_linux.go
+		n, err = f.ReadAt(head, 0)
+	} else { // the one-WAL check is off (tests): no descriptor is kept
+		createMu.Lock()
+		defer createMu.Unlock()
+		var f *os.File
+		if f, err = os.Open(s.real); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		n, err = f.ReadAt(head, 0)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read the header of %s: %w", s.real, err)
 	}
 	return head[:n], nil
 }
