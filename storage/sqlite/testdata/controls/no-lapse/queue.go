@@ -25,19 +25,20 @@ import (
 //
 // A row of this process is answered directly. A row of another process is
 // granted the same way, the lease written for its holder with a new token
-// and its whole TTL from the grant, but the row is marked with the token
-// and that process's bell is rung (bell.go): its call claims the grant in a
-// batch of its own (poll), which only deletes the row and answers the
-// lease as written. The grant counts from the release's batch, later than
-// the instant the caller's handle counts from (before the call was sent).
-// A grant nobody claims within claimWindow (its process frozen, or killed
-// after the grant) lapses: the lease is deleted, as if released, and the
-// name goes to the next waiter. The granting process looks once the window
-// has passed (opLapse); should it have died, any poll for the name looks
-// too, and the waiters' fallback check wakes them for it (bell.go). A call that stops waiting
-// (its context) keeps a grant it was made: its row is deleted, so the grant
-// never lapses, and the holder's next Acquire gets it back, as for any
-// unknown outcome.
+// and its whole TTL from the grant, but the row is marked with the token,
+// the lease's expiry and the granting Store, and that process's bell is
+// rung (bell.go): its call claims the grant in a batch of its own (poll),
+// which only deletes the row and answers the grant as made, even expired
+// (one call, one effect). The grant counts from the release's batch, later
+// than the instant the caller's handle counts from (before the call was
+// sent). A grant nobody claims within claimWindow (its process frozen, or
+// killed after the grant) lapses: the lease is deleted, as if released,
+// and the name goes to the next waiter. The granting Store looks once the
+// window has passed (opLapse); should it have died, any poll for the name
+// looks too, and the waiters' fallback check wakes them for it (bell.go).
+// A call that stops waiting (its context) keeps a grant it was made: its
+// row is deleted, so the grant never lapses, and the holder's next Acquire
+// gets it back, as for any unknown outcome.
 //
 // A row whose process is dead is skipped and deleted: its liveness byte
 // (bell.go) is not locked.
