@@ -115,8 +115,11 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
 	}
 	if light && b.durable {
-		if err := s.syncLight(ctx); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
+		if err := s.syncLight(); err != nil {
+			// Committed, perhaps not durable: the outcome is in doubt, the
+			// batch must not run again, and the store fails closed, as
+			// after any failed sync.
+			return nil, nil, fmt.Errorf("%w: %v", errCommit, s.fail(err))
 		}
 	}
 	w.hook("after-commit")

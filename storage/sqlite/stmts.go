@@ -53,7 +53,7 @@ type writer struct {
 	// The waiters queue (queue.go).
 	waitersOf, waiterRow, enqueue *sql.Stmt
 	dropWaiter, markWaiter        *sql.Stmt
-	dropLapsed, lapsed            *sql.Stmt
+	lapsed                        *sql.Stmt
 }
 
 func (w *writer) prepare(ctx context.Context) error {
@@ -94,15 +94,14 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.kvToken, "SELECT token FROM kv WHERE key = ?"},
 		{&w.waitersOf, `SELECT seq, holder, owner, ttl_ms, lock_delay_ms, process
 			FROM waiters WHERE name = ? AND token = 0 ORDER BY seq LIMIT ?`},
-		{&w.waiterRow, "SELECT token FROM waiters WHERE seq = ?"},
+		{&w.waiterRow, "SELECT token, lease_expires FROM waiters WHERE seq = ?"},
 		{&w.enqueue, `INSERT INTO waiters (name, holder, owner, ttl_ms, lock_delay_ms, process)
 			VALUES (?, ?, ?, ?, ?, ?)`},
 		{&w.dropWaiter, "DELETE FROM waiters WHERE seq = ?"},
-		{&w.markWaiter, "UPDATE waiters SET token = ? WHERE seq = ?"},
-		{&w.dropLapsed, "DELETE FROM waiters WHERE name = ? AND token > 0"},
+		{&w.markWaiter, "UPDATE waiters SET token = ?, lease_expires = ?, granted_by = ? WHERE seq = ?"},
 		// An unclaimed grant to a waiter, past the claim window: the
 		// waiter's row is still marked with the lease's token.
-		{&w.lapsed, `SELECT w.seq, l.token FROM leases l JOIN waiters w ON w.name = l.name AND w.token = l.token
+		{&w.lapsed, `SELECT w.seq, l.token, w.granted_by FROM leases l JOIN waiters w ON w.name = l.name AND w.token = l.token
 			WHERE l.name = ? AND l.granted_at <= ?`},
 	} {
 		st, err := w.conn.PrepareContext(ctx, p.query)
@@ -118,7 +117,7 @@ func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
 		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
-		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.dropLapsed, w.lapsed} {
+		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.lapsed} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

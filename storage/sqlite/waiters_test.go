@@ -198,13 +198,14 @@ func TestWaitersTwoProcessesFair(t *testing.T) {
 // TestWaitersManyProcesses is issue 18's first reproduction: 16 processes,
 // one goroutine each, take turns on one name for 6 s, holding each grant
 // 2 ms. Every token is unique, no grant overlaps the one before, and each
-// process has at least a quarter of its fair share and at least 10 grants:
-// a floor far below what the bell gives (about 100 each here), far above
-// what waking every process at every commit gave (about 2). The speed
+// process has at least a quarter of its fair share and at least 5 grants:
+// a floor far below what the bell gives (about 45-65 each here, 7-15 under
+// -race on a loaded machine), above what waking every process at every
+// commit gave (21 grants in all) or the fallback check alone (50). The speed
 // itself is measured by picket bench -procs, not here. Its mutant
 // (.ci/safety): testdata/controls/no-bell, nobody is rung.
 func TestWaitersManyProcesses(t *testing.T) {
-	summary, err := fairnessViolation(hotContention(t, 16, 1, 2*time.Millisecond, 6*time.Second), 10)
+	summary, err := fairnessViolation(hotContention(t, 16, 1, 2*time.Millisecond, 6*time.Second), 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/picketlock/picket/lease"
@@ -25,19 +26,20 @@ import (
 //
 // A row of this process is answered directly. A row of another process is
 // granted the same way, the lease written for its holder with a new token
-// and its whole TTL from the grant, but the row is marked with the token
-// and that process's bell is rung (bell.go): its call claims the grant in a
-// batch of its own (poll), which only deletes the row and answers the
-// lease as written. The grant counts from the release's batch, later than
-// the instant the caller's handle counts from (before the call was sent).
-// A grant nobody claims within claimWindow (its process frozen, or killed
-// after the grant) lapses: the lease is deleted, as if released, and the
-// name goes to the next waiter. The granting process looks once the window
-// has passed (opLapse); any poll for the name looks too, and the waiters'
-// fallback check wakes them for it (bell.go). A call that stops waiting
-// (its context) keeps a grant it was made: its row is deleted, so the grant
-// never lapses, and the holder's next Acquire gets it back, as for any
-// unknown outcome.
+// and its whole TTL from the grant, but the row is marked with the token,
+// the lease's expiry and the granting Store, and that process's bell is
+// rung (bell.go): its call claims the grant in a batch of its own (poll),
+// which only deletes the row and answers the grant as made, even expired
+// (one call, one effect). The grant counts from the release's batch, later
+// than the instant the caller's handle counts from (before the call was
+// sent). A grant nobody claims within claimWindow (its process frozen, or
+// killed after the grant) lapses: the lease is deleted, as if released,
+// and the name goes to the next waiter. The granting Store looks once the
+// window has passed (opLapse); should it have died, any poll for the name
+// looks too, and the waiters' fallback check wakes them for it (bell.go).
+// A call that stops waiting (its context) keeps a grant it was made: its
+// row is deleted, so the grant never lapses, and the holder's next Acquire
+// gets it back, as for any unknown outcome.
 //
 // A row whose process is dead is skipped and deleted: its liveness byte
 // (bell.go) is not locked.
@@ -103,10 +105,6 @@ const serveBatch = 16
 func (b *batch) serve(name string) (bool, error) {
 	if ok, err := b.roomForLease(); !ok || err != nil {
 		return false, err
-	}
-	// The name is free: a row marked with a grant of it was never claimed.
-	if _, err := b.s.w.dropLapsed.ExecContext(b.ctx, name); err != nil {
-		return false, fmt.Errorf("delete lapsed grants of %q: %w", name, err)
 	}
 	for {
 		queue, err := b.waitersOf(name)
@@ -175,7 +173,7 @@ func (b *batch) serveRow(name string, w waiterRow) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), w.seq); err != nil {
+	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), int64(r.expires), b.s.bell.id, w.seq); err != nil {
 		return false, fmt.Errorf("hand %q over: %w", name, err)
 	}
 	b.rung = append(b.rung, rung{process: w.process, seq: w.seq, name: name})
@@ -244,8 +242,8 @@ func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Du
 // row was deleted) is queued again, at the end. A final poll withdraws the
 // row and tries the acquire once more without queueing.
 func (b *batch) poll(o *op) (result, error) {
-	var tok int64
-	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok)
+	var tok, exp int64
+	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok, &exp)
 	found := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return result{}, fmt.Errorf("read waiter %d: %w", o.seq, err)
@@ -255,11 +253,11 @@ func (b *batch) poll(o *op) (result, error) {
 			return result{}, err
 		}
 		found = false
-		if res, ok, err := b.claim(o, token.Token(tok)); ok || err != nil {
+		if res, ok, err := b.claim(o, token.Token(tok), time.Duration(exp)); ok || err != nil {
 			return res, err
 		}
 	}
-	if _, err := b.revokeLapsed(o.name); err != nil {
+	if _, err := b.revokeLapsed(o.name, false); err != nil {
 		return result{}, err
 	}
 	try := &op{kind: opAcquire, name: o.name, holder: o.holder, owner: o.owner, ttl: o.ttl, lockDelay: o.lockDelay}
@@ -286,26 +284,40 @@ func (b *batch) poll(o *op) (result, error) {
 }
 
 // claim answers o with the grant tok made to its row, as the lease row
-// says it, and reports false if the grant lapsed (or expired).
-func (b *batch) claim(o *op, tok token.Token) (result, bool, error) {
+// says it. A grant that expired before the claim (and that someone else may
+// hold since) is still the call's one effect: it is answered, expired, and
+// the caller's handle finds it lost. A grant taken back (revokeLapsed) has
+// no row left to claim.
+func (b *batch) claim(o *op, tok token.Token, expires time.Duration) (result, bool, error) {
 	r, found, err := b.row(o.name)
-	if err != nil || !found || r.holder != o.holder || r.token != tok || b.now >= r.expires {
+	if err != nil {
 		return result{}, false, err
+	}
+	if !found || r.holder != o.holder || r.token != tok {
+		r = row{holder: o.holder, owner: o.owner, token: tok, ttl: o.ttl, expires: expires, lockDelay: o.lockDelay}
 	}
 	return result{grant: b.grant(o.name, r)}, true, nil
 }
 
 // revokeLapsed takes back a grant of name to another process's waiter that
 // was not claimed within claimWindow, and reports whether there was one:
-// the lease is deleted, as if released, and the row goes.
-func (b *batch) revokeLapsed(name string) (bool, error) {
+// the lease is deleted, as if released, and the row goes. The Store that
+// made the grant takes it back once claimWindow has passed on its own
+// timer too (granter: an opLapse), anyone else only once that Store is
+// dead: a store clock that jumps (a test's, moved by hand) must not take
+// back a grant a live waiter is about to claim.
+func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 	var seq, tok int64
-	err := b.s.w.lapsed.QueryRowContext(b.ctx, name, int64(b.now-claimWindow)).Scan(&seq, &tok)
+	var by string
+	err := b.s.w.lapsed.QueryRowContext(b.ctx, name, int64(b.now-claimWindow)).Scan(&seq, &tok, &by)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("read lapsed grants of %q: %w", name, err)
+	}
+	if granter && by != b.s.bell.id || !granter && (by == b.s.bell.id || b.s.alive(by)) {
+		return false, nil
 	}
 	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", name, tok); err != nil {
 		return false, fmt.Errorf("take back the lapsed grant of %q: %w", name, err)
@@ -318,7 +330,7 @@ func (b *batch) revokeLapsed(name string) (bool, error) {
 // waiter of another process (an opLapse, claimWindow later): if the grant
 // lapsed, the name goes to the next waiter.
 func (b *batch) lapse(o *op) (result, error) {
-	revoked, err := b.revokeLapsed(o.name)
+	revoked, err := b.revokeLapsed(o.name, true)
 	if err != nil || !revoked {
 		return result{}, err
 	}
@@ -329,12 +341,11 @@ func (b *batch) lapse(o *op) (result, error) {
 // Light batches. A waiting call's own batches (its try that queues it, its
 // polls, its claim) change only waiters rows, which a power loss may take
 // back: after a power loss every process is gone, and so is every waiter.
-// Such a batch commits with
-// synchronous=NORMAL: written to the -wal, not synced, which spares the
-// hand-over to another process an fsync per grant. A light batch that turns
-// out to change more (a try or a poll that grants a new token, a lapsed
-// grant taken back) syncs the -wal before anyone is answered
-// (syncLight). Whatever a later durable commit of any process syncs, it
+// Such a batch commits with synchronous=NORMAL: written to the -wal, not
+// synced, which spares the hand-over to another process an fsync per grant.
+// A light batch that turns out to change more (a try or a poll that grants
+// a new token, a lapsed grant taken back) syncs the -wal before anyone is
+// answered (syncLight). Whatever a later durable commit of any process syncs, it
 // syncs after the light batch's frames, which come first in the -wal.
 
 // lightBatch reports whether ops are all a waiting call's or the writer's
@@ -370,22 +381,18 @@ func (s *Store) setSync(ctx context.Context, mode string) error {
 	return nil
 }
 
-// syncLight makes a committed light batch durable: one more transaction,
-// committed with synchronous=FULL, which syncs the -wal up to its own
-// frames, and so the batch's before them.
-func (s *Store) syncLight(ctx context.Context) error {
-	if err := s.setSync(ctx, "FULL"); err != nil {
-		return err
+// syncLight makes a committed light batch durable: it syncs the -wal, as a
+// commit with synchronous=FULL would have, through a descriptor of its own
+// (read-only: SQLite locks the database and -shm files, never the -wal, so
+// closing it drops no lock). It takes no lock, so it cannot be busy.
+func (s *Store) syncLight() error {
+	f, err := os.Open(s.real + "-wal")
+	if err != nil {
+		return fmt.Errorf("sync the -wal: %w", err)
 	}
-	if _, err := s.w.begin.ExecContext(ctx); err != nil {
-		return fmt.Errorf("sync: begin: %w", err)
-	}
-	if _, err := s.w.conn.ExecContext(ctx, "UPDATE counter SET value = value WHERE id = 1"); err != nil {
-		s.rollback()
-		return fmt.Errorf("sync: %w", err)
-	}
-	if _, err := s.w.commit.ExecContext(ctx); err != nil {
-		return fmt.Errorf("sync: commit: %w", err)
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync the -wal: %w", err)
 	}
 	return nil
 }
