@@ -43,8 +43,8 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 // sweep deletes the next sweepChunk expired rows after o.name, in name
 // order (one statement, which reads on past live rows: only the rows it
 // deletes reach the -wal); the first chunk also deletes the waiters rows of
-// other processes that stopped refreshing them (this process's own rows are
-// its calls', alive or forgotten).
+// processes that died (this process's own rows are its calls', alive or
+// forgotten).
 func (b *batch) sweep(o *op) (result, error) {
 	rows, err := b.s.w.sweep.QueryContext(b.ctx, o.name, int64(b.now), sweepChunk)
 	if err != nil {
@@ -71,8 +71,8 @@ func (b *batch) sweep(o *op) (result, error) {
 		res.next = last
 	}
 	if o.name == "" {
-		if _, err := b.s.w.sweepWaiters.ExecContext(b.ctx, int64(b.now), b.s.waiters.process()); err != nil {
-			return result{}, fmt.Errorf("sweep waiters: %w", err)
+		if err := b.sweepWaiters(); err != nil {
+			return result{}, err
 		}
 	}
 	return res, nil
