@@ -25,6 +25,7 @@ Usage:
   picket ls      [-prefix P] [-json] [-db F | -server URL | -etcd URLS]
   picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
   picket bench   [-db NEW.db [-force] | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+                 [-procs 2,5,10,20 [-hold 2ms]]   (many processes on one file against goroutines of one)
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
