@@ -41,6 +41,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	force := fs.Bool("force", false, "run on an existing -db file: its token counter moves on for good; the run's leases are released after each step")
 	server := fs.String("server", "", "remote mode: the picket server's `URL`")
 	authFile := fs.String("auth-token-file", "", "remote mode: read the bearer token from `file`")
+	var tlsF clientTLSFlags // -ca, -cert, -key for an https:// server (tls_client.go)
+	tlsF.register(fs)
 	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
 	d := fs.Duration("d", benchmarks.DefaultDuration, "how long each step runs")
 	names := fs.String("names", "all", "the workloads, comma-separated: distinct (acquire+release, each client its own name), fresh (new names, never released), hot (one name, hand-over), or all")
@@ -96,7 +98,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, *force, slices.Max(clients))
+	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, &tlsF, *force, slices.Max(clients))
 	if err != nil {
 		return err
 	}
@@ -169,7 +171,10 @@ func parseClients(s string) ([]int, error) {
 //
 // An existing -db file is refused without force: the run would grant
 // thousands of tokens on it, and a token counter never goes back.
-func openBenchStore(e *env, db, server, authFile string, force bool, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
+func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, force bool, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
+	if tlsF.set() && server == "" {
+		return nil, "", "", nil, usagef("bench: -ca, -cert and -key need -server")
+	}
 	if server != "" {
 		var opts []httpapi.ClientOption
 		if authFile != "" {
@@ -182,8 +187,16 @@ func openBenchStore(e *env, db, server, authFile string, force bool, maxClients 
 		// One kept-alive connection per client: the default pool keeps two,
 		// and opening a connection per request would measure TCP, not picket.
 		tr := &http.Transport{MaxIdleConns: maxClients, MaxIdleConnsPerHost: maxClients, IdleConnTimeout: time.Minute}
+		url := tlsF.serverURL(server)
+		hc, err := tlsF.httpClient(url) // the CA and client certificate of an https:// server
+		if err != nil {
+			return nil, "", "", nil, err
+		}
+		if hc != nil {
+			tr.TLSClientConfig = hc.Transport.(*http.Transport).TLSClientConfig
+		}
 		opts = append(opts, httpapi.WithHTTPClient(&http.Client{Transport: tr}))
-		c, err := httpapi.NewClient(serverURL(server), opts...)
+		c, err := httpapi.NewClient(url, opts...)
 		if err != nil {
 			return nil, "", "", nil, usagef("bench: -server: %v", err)
 		}

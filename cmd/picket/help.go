@@ -24,7 +24,7 @@ Usage:
   picket release -name N -holder H -token T [-db F | -server URL | -etcd URLS]
   picket ls      [-prefix P] [-json] [-db F | -server URL | -etcd URLS]
   picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
-  picket bench   [-db NEW.db [-force] | -server URL] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+  picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F]] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
                  [-procs 2,5,10,20 [-hold 2ms]]   (many processes on one file against goroutines of one)
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)

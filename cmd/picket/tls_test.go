@@ -294,3 +294,23 @@ func TestServeMutualTLS(t *testing.T) {
 		t.Errorf("-cert without -key: exit %d (%s); want %d", r.code, r.stderr, exitUsage)
 	}
 }
+
+// TestBenchOverTLS: picket bench measures an https:// server with the CA of
+// -ca (without it every request is refused, naming the certificate); TLS
+// flags without -server are a usage error.
+func TestBenchOverTLS(t *testing.T) {
+	s := startTLSServer(t)
+	r := runPicket(t, "bench", "-server", s.url, "-ca", s.ca.file, "-c", "2", "-d", "200ms", "-names", "distinct", "-json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"clients":2`) || !strings.Contains(r.stdout, `"errors":0,`) {
+		t.Fatalf("bench over HTTPS with -ca: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	// Without -ca the system's CAs do not know the server's: every request
+	// of the step fails, and the row says why.
+	if r := runPicket(t, "bench", "-server", s.url, "-c", "1", "-d", "100ms", "-names", "distinct", "-json"); strings.Contains(r.stdout, `"errors":0,`) ||
+		!strings.Contains(r.stderr, "certificate signed by unknown authority") {
+		t.Errorf("bench over HTTPS trusting the system's CAs: exit %d, stdout %q, stderr %q; want every request refused, naming the certificate", r.code, r.stdout, r.stderr)
+	}
+	if r := runPicket(t, "bench", "-ca", s.ca.file, "-c", "1", "-d", "100ms"); r.code != exitUsage {
+		t.Errorf("bench -ca without -server: exit %d (%s); want %d", r.code, r.stderr, exitUsage)
+	}
+}
