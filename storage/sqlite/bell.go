@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -71,6 +72,8 @@ type bell struct {
 	running bool     // the goroutine runs
 	done    chan struct{}
 	stop    chan struct{} // closed by unarm
+
+	claimRead *sql.Stmt // claim.go: readClaim's, on the read pool (closed with it)
 }
 
 // newProcessID names a Store in the file.
@@ -146,6 +149,7 @@ func (s *Store) unarm() {
 	if done != nil {
 		<-done
 	}
+	s.dropClaims() // claim.go
 	s.dropLive(b.id)
 	localStores.Lock()
 	delete(localStores.m, b.id)

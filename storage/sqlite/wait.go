@@ -67,6 +67,9 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 			s.waiters.repark(p, seq)
 		case <-p.wake:
 			t.Stop()
+			if g, ok := s.claimRung(ctx, p, req); ok { // claim.go: by lock, no write
+				return g, nil
+			}
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
