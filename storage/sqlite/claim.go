@@ -63,17 +63,19 @@ var claimLocks = struct {
 	m map[claimKey]claimLock
 }{m: map[claimKey]claimLock{}}
 
-// claimRung claims the grant another process made to the row of p, a call
-// of this Store its bell rang, by lock; it reports false (nothing claimed)
-// when the row holds no grant, the grant is being taken back, or locks
-// cannot be had: the call then polls.
-func (s *Store) claimRung(ctx context.Context, p *op, req lease.AcquireRequest) (lease.Grant, bool) {
-	seq := p.row.Load()
-	if seq == 0 || !s.lockClaim(seq, false) {
-		return lease.Grant{}, false
+// claimRung claims by lock, on the bell's goroutine, the grant another
+// process made to row seq, and answers the call of that row as a hand-over
+// in this process would (its parked op, wait.go). It reports false
+// (nothing claimed) when no call of this Store waits on the row, the row
+// holds no grant, the grant is being taken back, or locks cannot be had:
+// the call then polls, and claims in a batch.
+func (s *Store) claimRung(seq int64) bool {
+	p := s.waiters.bySeq(seq)
+	if p == nil || !s.lockClaim(seq, false) {
+		return false
 	}
-	g, ok := s.readClaim(ctx, seq, req)
-	if ok && p.state.CompareAndSwap(opPending, opAbandoned) { // one call, one effect
+	g, ok := s.readClaim(seq, p)
+	if ok && p.state.CompareAndSwap(opPending, opTaken) { // one call, one effect
 		s.w.hook("claimed")
 		s.waiters.forget(seq) // the next batch deletes the row, then unlocks
 		time.AfterFunc(claimRide, func() {
@@ -81,41 +83,39 @@ func (s *Store) claimRung(ctx context.Context, p *op, req lease.AcquireRequest) 
 				s.nudge()
 			}
 		})
-		return g, true
+		p.res = result{grant: g}
+		close(p.done)
+		return true
 	}
 	s.unlockClaim(seq)
-	return lease.Grant{}, false
+	return false
 }
 
-// readClaim reads the grant in row seq, in a read transaction that starts
-// after the claim byte was locked, as a claim in a batch would answer it:
-// the lease as written for the call, or, if it has ended since, as it was
-// granted (expired: the caller's handle finds it lost).
-func (s *Store) readClaim(ctx context.Context, seq int64, req lease.AcquireRequest) (lease.Grant, bool) {
+// readClaim reads the grant in row seq, for p, in a read transaction that
+// starts after the claim byte was locked, and answers it as a claim in a
+// batch would (queue.go: claim): as granted — the lease written for the
+// call, or, if it has ended since, as it was (expired: the caller's handle
+// finds it lost). The row holds the token and the expiry; the rest is the
+// call's own.
+func (s *Store) readClaim(seq int64, p *op) (lease.Grant, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
 	var tok, exp int64
-	var holder, owner sql.NullString
-	var ltok, ttlMS, lexp, delayMS sql.NullInt64
 	var epoch string
 	st, err := s.claimStmt(ctx)
 	if err == nil {
-		err = st.QueryRowContext(ctx, seq).Scan(&tok, &exp, &holder, &owner, &ltok, &ttlMS, &lexp, &delayMS, &epoch)
+		err = st.QueryRowContext(ctx, seq).Scan(&tok, &exp, &epoch)
 	}
 	if err != nil || tok <= 0 || epoch != s.clock.Epoch() {
 		// No grant, or deadlines of another epoch: a batch sorts it out.
-		if err != nil && !errors.Is(err, sql.ErrNoRows) && ctx.Err() == nil {
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			s.logger.Log("msg", "read a rung waiter's row", "err", err)
 		}
 		return lease.Grant{}, false
 	}
-	r := row{holder: req.Holder, owner: req.Owner, token: token.Token(tok), ttl: req.TTL,
-		expires: time.Duration(exp), lockDelay: req.LockDelay}
-	if holder.String == req.Holder && ltok.Int64 == tok {
-		r.owner, r.ttl = owner.String, time.Duration(ttlMS.Int64)*time.Millisecond
-		r.expires, r.lockDelay = time.Duration(lexp.Int64), time.Duration(delayMS.Int64)*time.Millisecond
-	}
 	now, wall := s.clock.Now(), s.clock.Wall()
-	return lease.Grant{Name: req.Name, Holder: r.holder, Owner: r.owner, Token: r.token, TTL: r.ttl,
-		Expires: wall.Add(r.expires - now).UTC()}, true
+	return lease.Grant{Name: p.name, Holder: p.holder, Owner: p.owner, Token: token.Token(tok), TTL: p.ttl,
+		Expires: wall.Add(time.Duration(exp) - now).UTC()}, true
 }
 
 // claimStmt is readClaim's statement on the read pool, prepared once.
@@ -126,9 +126,8 @@ func (s *Store) claimStmt(ctx context.Context) (*sql.Stmt, error) {
 	if b.claimRead != nil {
 		return b.claimRead, nil
 	}
-	st, err := s.rdb.PrepareContext(ctx, `SELECT w.token, w.lease_expires, l.holder, l.owner, l.token, l.ttl_ms,
-			l.expires_at, l.lock_delay_ms, (SELECT value FROM meta WHERE key = 'epoch')
-		FROM waiters w LEFT JOIN leases l ON l.name = w.name WHERE w.seq = ?`)
+	st, err := s.rdb.PrepareContext(ctx, `SELECT token, lease_expires, (SELECT value FROM meta WHERE key = 'epoch')
+		FROM waiters WHERE seq = ?`)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 
 // A waiting Acquire, top down. Its helpers: the hub (hub.go), where the
 // call parks in this process; the queue (queue.go), the batch's side of
-// its row in the file; the bell (bell.go), which wakes it when another
-// process granted its row.
+// its row in the file; the bell (bell.go), rung when another process
+// granted its row, which claims the grant by lock (claim.go).
 //
 //  1. The call parks, with the Store's bell and liveness byte armed,
 //     so that a release in this process, even one in the batch of the
@@ -23,16 +23,21 @@ import (
 //     of its wait, and no write, for the first of:
 //     - a release in this process handing it the name: the answer, with
 //       the whole TTL, and nothing more to do;
-//     - its bell: another process granted its row (a grant that lapses
-//       if not claimed within claimWindow), or the fallback check found
-//       the row granted, the name free or lapsed, or the row gone;
+//     - its bell rung by another process that granted its row (a grant
+//       that lapses if not claimed within claimWindow): the bell claims
+//       it by lock, with no write, and answers the parked op as a
+//       release in this process would — the same answer;
+//     - a wake-up: the bell could not claim by lock, or the fallback
+//       check found the row granted, the name free or lapsed, or the
+//       row gone;
 //     - the end of the lease it found: the name may be free;
 //     - its context's end, or the store's close.
-//  4. Then it polls (queue.go: poll): it claims a grant in its row (whose
-//     TTL counts from the granting batch, later than the instant the
-//     caller's handle counts from); or tries the name again, after taking
-//     back a grant to another waiter that lapsed, serving the queue if the
-//     name is free; or queues again if its row is gone.
+//  4. Then it polls (queue.go: poll): it claims a grant in its row in
+//     that batch (a grant's TTL counts from the granting batch, later than
+//     the instant the caller's handle counts from, however it is claimed);
+//     or tries the name again, after taking back a grant to another
+//     waiter that lapsed, serving the queue if the name is free; or queues
+//     again if its row is gone.
 //  5. When the wait runs out, a final poll withdraws the row (or claims a
 //     grant that came meanwhile) and tries once more; the call answers
 //     "held" only once its row is gone, since a grant made meanwhile in
@@ -57,7 +62,7 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 		}
 		t := time.NewTimer(min(time.Until(deadline), res.untilFree+time.Millisecond)) // 3
 		select {
-		case <-p.done: // handed the name in this process
+		case <-p.done: // handed the name in this process, or claimed by the bell
 			t.Stop()
 			if p.res.err != errHandOverUndone {
 				return p.res.grant, p.res.err
@@ -67,9 +72,6 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 			s.waiters.repark(p, seq)
 		case <-p.wake:
 			t.Stop()
-			if g, ok := s.claimRung(ctx, p, req); ok { // claim.go: by lock, no write
-				return g, nil
-			}
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
