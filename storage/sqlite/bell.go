@@ -30,9 +30,8 @@ import (
 //     localStores instead.
 //   - its bell: an abstract Unix datagram socket named "picket/" + id. The
 //     writer that grants a row of another process rings that process's
-//     bell after the commit, with the row's seq; the bell's goroutine
-//     claims that grant by lock (claim.go) and answers that one call, or
-//     else wakes it to claim in a batch; no other call wakes. Abstract sockets live in a network namespace: a
+//     bell after the commit, with the row's seq; the process wakes that one
+//     call and no other, which claims the grant by lock (claim.go). Abstract sockets live in a network namespace: a
 //     waiter in another one is not reached, and finds its grant by the
 //     fallback check below.
 //
@@ -171,9 +170,7 @@ func (s *Store) bellLoop(done chan struct{}) {
 			switch {
 			case err == nil:
 				if n == 9 && buf[0] == bellGrant {
-					if seq := int64(binary.BigEndian.Uint64(buf[1:9])); !s.claimRung(seq) { // claim.go
-						s.waiters.wake(seq) // the call polls, and claims in a batch
-					}
+					s.waiters.wake(int64(binary.BigEndian.Uint64(buf[1:9])))
 				}
 				if time.Since(last) < bellTick {
 					continue

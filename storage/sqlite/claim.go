@@ -63,19 +63,20 @@ var claimLocks = struct {
 	m map[claimKey]claimLock
 }{m: map[claimKey]claimLock{}}
 
-// claimRung claims by lock, on the bell's goroutine, the grant another
-// process made to row seq, and answers the call of that row as a hand-over
-// in this process would (its parked op, wait.go). It reports false
-// (nothing claimed) when no call of this Store waits on the row, the row
-// holds no grant, the grant is being taken back, or locks cannot be had:
-// the call then polls, and claims in a batch.
-func (s *Store) claimRung(seq int64) bool {
-	p := s.waiters.bySeq(seq)
-	if p == nil || !s.lockClaim(seq, false) {
-		return false
+// claimRung claims by lock the grant another process made to the row of
+// p, the parked op of a call its bell woke, and reports the grant. It
+// reports false (nothing claimed) when the row holds no grant, the grant
+// is being taken back, or locks cannot be had: the call then polls, and
+// claims in a batch. It runs on the call's own goroutine, never beside a
+// poll of the call: a poll after a claim would act a second time (one call,
+// one effect).
+func (s *Store) claimRung(p *op) (lease.Grant, bool) {
+	seq := p.row.Load()
+	if seq == 0 || !s.lockClaim(seq, false) {
+		return lease.Grant{}, false
 	}
 	g, ok := s.readClaim(seq, p)
-	if ok && p.state.CompareAndSwap(opPending, opTaken) { // one call, one effect
+	if ok && p.state.CompareAndSwap(opPending, opAbandoned) { // no release here hands it the name now
 		s.w.hook("claimed")
 		s.waiters.forget(seq) // the next batch deletes the row, then unlocks
 		time.AfterFunc(claimRide, func() {
@@ -83,12 +84,10 @@ func (s *Store) claimRung(seq int64) bool {
 				s.nudge()
 			}
 		})
-		p.res = result{grant: g}
-		close(p.done)
-		return true
+		return g, true
 	}
 	s.unlockClaim(seq)
-	return false
+	return lease.Grant{}, false
 }
 
 // readClaim reads the grant in row seq, for p, in a read transaction that

@@ -10,8 +10,8 @@ import (
 
 // A waiting Acquire, top down. Its helpers: the hub (hub.go), where the
 // call parks in this process; the queue (queue.go), the batch's side of
-// its row in the file; the bell (bell.go), rung when another process
-// granted its row, which claims the grant by lock (claim.go).
+// its row in the file; the bell (bell.go), which wakes it when another
+// process granted its row; the claim by lock (claim.go).
 //
 //  1. The call parks, with the Store's bell and liveness byte armed,
 //     so that a release in this process, even one in the batch of the
@@ -23,13 +23,11 @@ import (
 //     of its wait, and no write, for the first of:
 //     - a release in this process handing it the name: the answer, with
 //       the whole TTL, and nothing more to do;
-//     - its bell rung by another process that granted its row (a grant
-//       that lapses if not claimed within claimWindow): the bell claims
-//       it by lock, with no write, and answers the parked op as a
-//       release in this process would — the same answer;
-//     - a wake-up: the bell could not claim by lock, or the fallback
-//       check found the row granted, the name free or lapsed, or the
-//       row gone;
+//     - its bell: another process granted its row (a grant that lapses
+//       if not claimed within claimWindow), or the fallback check found
+//       the row granted, the name free or lapsed, or the row gone. A
+//       grant is claimed by lock, with no write (claim.go), and answered;
+//       anything else, or a claim the lock refuses, goes on to a poll;
 //     - the end of the lease it found: the name may be free;
 //     - its context's end, or the store's close.
 //  4. Then it polls (queue.go: poll): it claims a grant in its row in
@@ -62,7 +60,7 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 		}
 		t := time.NewTimer(min(time.Until(deadline), res.untilFree+time.Millisecond)) // 3
 		select {
-		case <-p.done: // handed the name in this process, or claimed by the bell
+		case <-p.done: // handed the name in this process
 			t.Stop()
 			if p.res.err != errHandOverUndone {
 				return p.res.grant, p.res.err
@@ -72,6 +70,9 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 			s.waiters.repark(p, seq)
 		case <-p.wake:
 			t.Stop()
+			if g, ok := s.claimRung(p); ok { // claim.go: by lock, no write
+				return g, nil
+			}
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
