@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -31,7 +30,7 @@ import (
 //   - its bell: an abstract Unix datagram socket named "picket/" + id. The
 //     writer that grants a row of another process rings that process's
 //     bell after the commit, with the row's seq; the process wakes that one
-//     call and no other, which claims the grant by lock (claim.go). Abstract sockets live in a network namespace: a
+//     call and no other. Abstract sockets live in a network namespace: a
 //     waiter in another one is not reached, and finds its grant by the
 //     fallback check below.
 //
@@ -72,8 +71,6 @@ type bell struct {
 	running bool     // the goroutine runs
 	done    chan struct{}
 	stop    chan struct{} // closed by unarm
-
-	claimRead *sql.Stmt // claim.go: readClaim's, on the read pool (closed with it)
 }
 
 // newProcessID names a Store in the file.
@@ -149,7 +146,6 @@ func (s *Store) unarm() {
 	if done != nil {
 		<-done
 	}
-	s.dropClaims() // claim.go
 	s.dropLive(b.id)
 	localStores.Lock()
 	delete(localStores.m, b.id)

@@ -52,34 +52,6 @@ func ring(id string, msg []byte) {
 	_ = unix.Sendto(sender.fd, msg, unix.MSG_DONTWAIT, &unix.SockaddrUnix{Name: bellAddr(id)})
 }
 
-// claimBase is the first claim byte (claim.go): 2^60, below the liveness
-// bytes; row seq's is claimBase + seq mod 2^59.
-const claimBase int64 = 1 << 60
-
-func claimByte(seq int64) int64 { return claimBase + seq&(1<<59-1) }
-
-// claimFile is the process's shared descriptor of the file, nil when the
-// Store has none (the one-WAL check is off): no claim by lock then.
-func (s *Store) claimFile() any {
-	if s.m == nil || s.m.file == nil {
-		return nil
-	}
-	return s.m.file
-}
-
-// setClaimLock locks the claim byte of row seq, for writing (a taker) or
-// reading (a claim), without waiting: an error if another open file
-// description holds a conflicting lock.
-func (s *Store) setClaimLock(seq int64, write bool) error {
-	typ := int16(unix.F_RDLCK)
-	if write {
-		typ = unix.F_WRLCK
-	}
-	return s.m.setLock(typ, claimByte(seq), 1)
-}
-
-func (s *Store) clearClaimLock(seq int64) { _ = s.m.setLock(unix.F_UNLCK, claimByte(seq), 1) }
-
 // holdLive read-locks the liveness byte of id.
 func (s *Store) holdLive(id string) error {
 	if s.m == nil || s.m.file == nil {

@@ -19,11 +19,8 @@ type bellConn interface {
 
 var errNoBell = errors.New("no bell on this platform")
 
-func listenBell(string) (bellConn, error)       { return nil, errNoBell }
-func ring(string, []byte)                       {}
-func (s *Store) holdLive(string) error          { return errNoDescriptor }
-func (s *Store) dropLive(string)                {}
-func (s *Store) liveByteLocked(string) bool     { return true }
-func (s *Store) claimFile() any                 { return nil }
-func (s *Store) setClaimLock(int64, bool) error { return errNoDescriptor }
-func (s *Store) clearClaimLock(int64)           {}
+func listenBell(string) (bellConn, error)   { return nil, errNoBell }
+func ring(string, []byte)                   {}
+func (s *Store) holdLive(string) error      { return errNoDescriptor }
+func (s *Store) dropLive(string)            {}
+func (s *Store) liveByteLocked(string) bool { return true }

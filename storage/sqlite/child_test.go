@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,14 +31,6 @@ func TestMain(m *testing.M) {
 func runChild(mode string) int {
 	if run, ok := faultChildren[mode]; ok { // faultchild_test.go
 		return run()
-	}
-	if at := os.Getenv("PICKET_TEST_FREEZE_AT"); at != "" {
-		// Stop at a hook point (hooks.go), until the test continues it.
-		sqlite.SetTestHook(func(point string) {
-			if point == at {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-			}
-		})
 	}
 	path := os.Getenv("PICKET_TEST_DB")
 	id := os.Getenv("PICKET_TEST_ID")

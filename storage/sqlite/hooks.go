@@ -9,9 +9,6 @@ package sqlite
 //	                 release handed the name to are not yet.
 //	"acquire-answered": (not the writer's) a waiting Acquire's try was
 //	                 answered, the call is about to settle its parked op.
-//	"claimed":       (not the writer's) a rung waiting Acquire claimed its
-//	                 grant by lock (claim.go) and is about to answer it; its
-//	                 row is still marked.
 //	"joining":       (not the writer's) Open holds the file's gate, the
 //	                 file identified, before SQLite's writer opens it.
 //

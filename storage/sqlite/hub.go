@@ -149,13 +149,6 @@ func (h *hub) forget(seq int64) {
 	}
 }
 
-// forgetting reports whether row seq is still to be deleted.
-func (h *hub) forgetting(seq int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Contains(h.gone, seq)
-}
-
 // forgotten returns the rows to delete; they stay listed until a batch
 // that deleted them commits (committed).
 func (h *hub) forgotten() []int64 {

@@ -312,9 +312,6 @@ func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 	if granter && by != b.s.bell.id || !granter && (by == b.s.bell.id || b.s.alive(by)) {
 		return false, nil
 	}
-	if !b.s.lockClaim(seq, true) {
-		return false, nil // claimed by lock (claim.go): the waiter has it
-	}
 	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", name, tok); err != nil {
 		return false, fmt.Errorf("take back the lapsed grant of %q: %w", name, err)
 	}
@@ -438,7 +435,6 @@ func (s *Store) queueCommitted(b *batch) {
 	if len(b.enq) > 0 || len(b.drop) > 0 {
 		s.waiters.committed(b.enq, b.drop)
 	}
-	s.claimsCommitted(b.drop)
 	for _, g := range b.rung {
 		ring(g.process, ringMessage(g.seq))
 		name := g.name

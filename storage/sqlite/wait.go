@@ -11,7 +11,7 @@ import (
 // A waiting Acquire, top down. Its helpers: the hub (hub.go), where the
 // call parks in this process; the queue (queue.go), the batch's side of
 // its row in the file; the bell (bell.go), which wakes it when another
-// process granted its row; the claim by lock (claim.go).
+// process granted its row.
 //
 //  1. The call parks, with the Store's bell and liveness byte armed,
 //     so that a release in this process, even one in the batch of the
@@ -25,17 +25,14 @@ import (
 //       the whole TTL, and nothing more to do;
 //     - its bell: another process granted its row (a grant that lapses
 //       if not claimed within claimWindow), or the fallback check found
-//       the row granted, the name free or lapsed, or the row gone. A
-//       grant is claimed by lock, with no write (claim.go), and answered;
-//       anything else, or a claim the lock refuses, goes on to a poll;
+//       the row granted, the name free or lapsed, or the row gone;
 //     - the end of the lease it found: the name may be free;
 //     - its context's end, or the store's close.
-//  4. Then it polls (queue.go: poll): it claims a grant in its row in
-//     that batch (a grant's TTL counts from the granting batch, later than
-//     the instant the caller's handle counts from, however it is claimed);
-//     or tries the name again, after taking back a grant to another
-//     waiter that lapsed, serving the queue if the name is free; or queues
-//     again if its row is gone.
+//  4. Then it polls (queue.go: poll): it claims a grant in its row (whose
+//     TTL counts from the granting batch, later than the instant the
+//     caller's handle counts from); or tries the name again, after taking
+//     back a grant to another waiter that lapsed, serving the queue if the
+//     name is free; or queues again if its row is gone.
 //  5. When the wait runs out, a final poll withdraws the row (or claims a
 //     grant that came meanwhile) and tries once more; the call answers
 //     "held" only once its row is gone, since a grant made meanwhile in
@@ -70,9 +67,6 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 			s.waiters.repark(p, seq)
 		case <-p.wake:
 			t.Stop()
-			if g, ok := s.claimRung(p); ok { // claim.go: by lock, no write
-				return g, nil
-			}
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
