@@ -225,7 +225,11 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		}
 		// Queued when its queue key was there before this transaction
 		// (q.rev): that key stays until the release deletes it.
-		s.unqueued.granted(k, tok, q != nil && q.rev != 0)
+		n := grantNote{tok: tok}
+		if q != nil && q.rev != 0 {
+			n.queued, n.h, n.slot = true, q.h, q.slot
+		}
+		s.grants.note(k, n) // grants.go
 		return lease.Grant{
 			Name: name, Holder: req.Holder, Owner: req.Owner, Token: tok,
 			TTL: req.TTL, Expires: time.Unix(0, rec.Expires).UTC(),
@@ -453,7 +457,7 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 
 // Release frees the name at once (see lease.Store): one transaction deletes
 // the lease key, and the holder's queue key if it came through the queue
-// (unless this store granted it without one: unqueued.go), if the key's
+// (unless this store granted it without one: grants.go), if the key's
 // create revision is tok and its value names holder. The
 // oldest waiter, in whatever process, is woken by its watch.
 //
@@ -473,7 +477,8 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	h := holderHash(holder)
 	rev := s.revisionOf(tok) // floor.go
 	then := []clientv3.Op{clientv3.OpDelete(k)}
-	if !s.unqueued.take(k, tok) { // unqueued.go
+	note, known := s.grants.take(k, tok) // grants.go
+	if !known || note.queued {
 		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
 	}
 	for attempt := 0; ; attempt++ {
@@ -509,6 +514,9 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		rev = gr.Kvs[0].CreateRevision
 	}
 	s.seen.forget(k)
+	if known && note.queued {
+		s.freeSlot(note.h, note.slot) // its queue key went with the lease key
+	}
 	return nil
 }
 

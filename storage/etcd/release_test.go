@@ -13,7 +13,7 @@ import (
 
 // TestReleaseOfQueuedGrant: a release leaves out the delete of the
 // holder's queue keys only for a grant its store made without one
-// (unqueued.go). A waiter's grant keeps its queue key until the release,
+// (grants.go). A waiter's grant keeps its queue key until the release,
 // and the waiter behind watches that key: its release must delete it. Here
 // b gets the name through the queue, c waits behind b, and b's release
 // hands the name to c. Its mutant (testdata/controls/queued-release-keeps-

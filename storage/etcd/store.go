@@ -22,13 +22,14 @@ type Store struct {
 	client *clientv3.Client
 	keys   keys
 
-	seen     sightings     // observe.go
-	boot     lease.Clock   // bootNow's clock (observe.go)
-	sess     session       // the etcd lease of this store's queue keys (wait.go)
-	id       string        // names this store's queue keys
-	waiters  atomic.Uint64 // counts them
-	floor    floorCache    // floor.go
-	unqueued unqueued      // unqueued.go
+	seen    sightings     // observe.go
+	boot    lease.Clock   // bootNow's clock (observe.go)
+	sess    session       // the etcd lease of this store's queue keys (wait.go)
+	id      string        // names this store's queue keys
+	waiters atomic.Uint64 // numbers them (new slots: grants.go)
+	grants  grantNotes    // grants.go
+	slots   slots         // grants.go
+	floor   floorCache    // floor.go
 
 	closing   chan struct{}
 	closeOnce sync.Once
