@@ -76,7 +76,8 @@ func TestCycleRPCs(t *testing.T) {
 // the waiter's first attempt, which queues it; its grant once woken; the
 // release) and no etcd lease per waiter: the queue keys of a store share
 // one session. Reads are the waiters' checks after a watch starts on a
-// busy cluster, less than one per hand-over.
+// busy cluster, less than one per hand-over. The queue key names are used
+// again (grants.go): about one per waiting holder, not one per wait.
 func TestHandOverRPCs(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	a := mustOpen(t, c)
