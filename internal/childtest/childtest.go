@@ -92,7 +92,9 @@ type Options struct {
 }
 
 // Command returns the command that runs the registered function name in a
-// child, bound to ctx (nil: not bound), not started.
+// child, bound to ctx (nil: not bound), not started. With name "" it runs
+// o.Exe, another program, with o.Args as they are (Start then gives it the
+// same harness).
 func Command(t testing.TB, ctx context.Context, name string, o Options) *exec.Cmd {
 	t.Helper()
 	exe := o.Exe
@@ -102,14 +104,23 @@ func Command(t testing.TB, ctx context.Context, name string, o Options) *exec.Cm
 			t.Fatalf("childtest: %v", err)
 		}
 	}
-	argv := append(append(append([]string{}, o.Wrap...), exe, noTests), o.Args...)
+	argv := append(append([]string{}, o.Wrap...), exe)
+	if name != "" {
+		argv = append(argv, noTests)
+	} else if o.Exe == "" {
+		t.Fatal("childtest: no function named and no program")
+	}
+	argv = append(argv, o.Args...)
 	var cmd *exec.Cmd
 	if ctx != nil {
 		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	} else {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
-	cmd.Env = append(append(os.Environ(), Var+"="+name), o.Env...)
+	cmd.Env = append(os.Environ(), o.Env...)
+	if name != "" {
+		cmd.Env = append(cmd.Env, Var+"="+name)
+	}
 	cmd.Dir = o.Dir
 	cmd.SysProcAttr = o.SysProcAttr
 	cmd.Stdin = o.Stdin

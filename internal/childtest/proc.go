@@ -110,12 +110,8 @@ func (p *Proc) read(r *os.File, onLine func(string)) {
 // Line returns the child's next complete line, waiting at most limit for
 // it (0: no bound): io.EOF once its output ended, ErrTimeout after limit.
 func (p *Proc) Line(limit time.Duration) (string, error) {
-	var timeout <-chan time.Time
-	if limit > 0 {
-		timer := time.NewTimer(limit)
-		defer timer.Stop()
-		timeout = timer.C
-	}
+	timeout, stop := bound(limit)
+	defer stop()
 	for {
 		p.mu.Lock()
 		if len(p.queue) > 0 {
@@ -187,12 +183,8 @@ func (p *Proc) Exited() <-chan struct{} { return p.exited }
 // it), and returns exec.Cmd.Wait's error. After limit it kills the child,
 // waits for it, and returns ErrTimeout.
 func (p *Proc) Wait(limit time.Duration) error {
-	var timeout <-chan time.Time
-	if limit > 0 {
-		timer := time.NewTimer(limit)
-		defer timer.Stop()
-		timeout = timer.C
-	}
+	timeout, stop := bound(limit)
+	defer stop()
 	select {
 	case <-p.exited:
 	case <-timeout:
@@ -219,4 +211,14 @@ func (p *Proc) Killed() bool {
 	}
 	ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// bound returns a channel that receives once limit has passed (never, for
+// 0) and the function that stops its timer.
+func bound(limit time.Duration) (<-chan time.Time, func() bool) {
+	if limit <= 0 {
+		return nil, func() bool { return false }
+	}
+	timer := time.NewTimer(limit)
+	return timer.C, timer.Stop
 }

@@ -1,11 +1,9 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
@@ -26,29 +25,19 @@ import (
 // environment, and returns its output lines as they come.
 func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int, env ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
-	cmd := child(t, ctx, mode, path, id, n)
-	cmd.Env = append(cmd.Env, env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := childtest.Start(t, ctx, mode, childOptions(path, id, n, env...))
 	lines := make(chan string, 1<<16)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
+		for {
+			l, err := p.Line(0)
+			if err != nil {
+				return
+			}
+			lines <- l
 		}
-		_, _ = io.Copy(io.Discard, stdout)
 	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd, lines
+	return p.Cmd, lines
 }
 
 // nextLine returns the child's next line, failing after 30 s.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
 )
@@ -125,7 +126,7 @@ func walSize(t *testing.T, path string) int64 {
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
 
-func init() { faultChildren["wal-reader"] = walReaderChild }
+func init() { childtest.Register("wal-reader", walReaderChild) }
 
 // walReaderChild is a long reader of another process, as an sqlite3 shell
 // left in a transaction is: it opens PICKET_TEST_DB with plain SQLite,
