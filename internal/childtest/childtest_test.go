@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +116,36 @@ func TestUnknownName(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "echo, tick") {
 		t.Fatalf("%v: exit %d, stderr %q; want 2 naming the registered functions", err, cmd.ProcessState.ExitCode(), stderr.String())
+	}
+}
+
+// TestAddr: the addresses are loopback, below the ephemeral range, free and
+// never handed out twice; AddrInUse knows etcd's fatal line.
+func TestAddr(t *testing.T) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &lo)
+	}
+	seen := map[string]bool{}
+	for range 200 {
+		a := childtest.Addr(t)
+		host, port, err := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(port)
+		if err != nil || host != "127.0.0.1" || n >= lo || n < 10000 {
+			t.Fatalf("Addr = %q; want 127.0.0.1 and a port in 10000-%d", a, lo-1)
+		}
+		if seen[a] {
+			t.Fatalf("Addr handed out %s twice", a)
+		}
+		seen[a] = true
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatalf("Addr's %s cannot be listened on: %v", a, err)
+		}
+		l.Close()
+	}
+	etcd := `{"level":"fatal","msg":"discovery failed","error":"listen tcp 127.0.0.1:23456: bind: address already in use"}`
+	if !childtest.AddrInUse(nil, etcd) || childtest.AddrInUse(nil, "member ready") {
+		t.Errorf("AddrInUse does not tell etcd's bind failure from other output")
 	}
 }

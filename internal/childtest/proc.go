@@ -20,7 +20,7 @@ var ErrTimeout = errors.New("childtest: timed out")
 // Proc is a running child started by Start. Its methods are safe for
 // concurrent use.
 type Proc struct {
-	Cmd *exec.Cmd
+	Cmd *exec.Cmd // started; call Proc.Wait, never Cmd.Wait (Proc waits for it)
 
 	stdin  io.WriteCloser
 	exited chan struct{} // closed once the process has been waited for

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +21,7 @@ import (
 
 // startChild starts a waiter child (waiters_child_test.go) with extra
 // environment, and returns its output lines as they come.
-func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int, env ...string) (*exec.Cmd, <-chan string) {
+func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int, env ...string) (*childtest.Proc, <-chan string) {
 	t.Helper()
 	p := childtest.Start(t, ctx, mode, childOptions(path, id, n, env...))
 	lines := make(chan string, 1<<16)
@@ -37,7 +35,7 @@ func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int,
 			lines <- l
 		}
 	}()
-	return p.Cmd, lines
+	return p, lines
 }
 
 // nextLine returns the child's next line, failing after 30 s.
@@ -201,6 +199,22 @@ func TestWaitersManyProcesses(t *testing.T) {
 	t.Log(summary)
 }
 
+// childQueuedBehind opens a store on a new file, grants "hot" to A for a
+// minute and starts a wait-once child named id (a one-minute wait); it
+// returns once the child's row is queued behind A.
+func childQueuedBehind(t *testing.T, ctx context.Context, id string) (*sqlite.Store, lease.Grant, *childtest.Proc, <-chan string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "picket.db")
+	s := mustOpenPath(t, path)
+	g := acquire(t, s, "hot", "A", time.Minute)
+	child, lines := startChild(t, ctx, "wait-once", path, id, 1, "PICKET_TEST_WAIT=1m")
+	if l := nextLine(t, lines); l != "ready" {
+		t.Fatalf("child: %q", l)
+	}
+	waitRows(t, s, "hot", 1)
+	return s, g, child, lines
+}
+
 // deadWaiterRun: a child process queues for a held name and is killed with
 // SIGKILL; a waiter in this process queues behind it, and the holder
 // releases at once. It returns what the store says of the name as soon as
@@ -208,19 +222,12 @@ func TestWaitersManyProcesses(t *testing.T) {
 // transaction: C's lease, or the child's, owner "dead") and the answer of
 // this process's waiter (nil error and holder "C" when served).
 func deadWaiterRun(t *testing.T) (lease.Info, waitResult) {
-	path := filepath.Join(t.TempDir(), "picket.db")
-	s := mustOpenPath(t, path)
 	ctx := ctxT(t)
-	g := acquire(t, s, "hot", "A", time.Minute)
-	cmd, lines := startChild(t, ctx, "wait-once", path, "dead", 1, "PICKET_TEST_WAIT=1m")
-	if l := nextLine(t, lines); l != "ready" {
-		t.Fatalf("child: %q", l)
-	}
-	waitRows(t, s, "hot", 1)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	s, g, child, _ := childQueuedBehind(t, ctx, "dead")
+	if err := child.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = child.Wait(0)
 	c := startWaiter(ctx, s, "hot", "C")
 	waitParked(t, s, "hot", 1)
 	waitRows(t, s, "hot", 2) // the dead row, then C's
@@ -338,16 +345,9 @@ func TestWaiterWakeUpAcrossProcesses(t *testing.T) {
 // answer; then it thaws the child, releases C's grant and checks that the
 // child, granted after, did not overlap C.
 func frozenWaiterRun(t *testing.T) waitResult {
-	path := filepath.Join(t.TempDir(), "picket.db")
-	s := mustOpenPath(t, path)
 	ctx := ctxT(t)
-	g := acquire(t, s, "hot", "A", time.Minute)
-	cmd, lines := startChild(t, ctx, "wait-once", path, "frozen", 1, "PICKET_TEST_WAIT=1m")
-	if l := nextLine(t, lines); l != "ready" {
-		t.Fatalf("child: %q", l)
-	}
-	waitRows(t, s, "hot", 1)
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	s, g, child, lines := childQueuedBehind(t, ctx, "frozen")
+	if err := child.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	c := make(chan waitResult, 1)
@@ -362,7 +362,7 @@ func frozenWaiterRun(t *testing.T) waitResult {
 	}
 	r := receive(t, c)
 	t.Logf("C answered %v after the release: token %d, %v", time.Since(released).Round(time.Millisecond), r.grant.Token, r.err)
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := child.Cont(); err != nil {
 		t.Fatal(err)
 	}
 	if r.err != nil {

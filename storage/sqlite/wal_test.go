@@ -194,8 +194,8 @@ func TestWALLongReader(t *testing.T) {
 		t.Errorf("Stats.WAL = %d; want the -wal's size, over 32 MB (stat: %d)", st.WAL, walSize(t, path))
 	}
 	t.Logf("behind the reader the -wal grew to %.1f MB; Stats.WAL %.1f MB; warned", mb(big), mb(st.WAL))
-	reader.Process.Kill()
-	reader.Wait()
+	reader.Kill()
+	reader.Wait(0)
 	idle := time.Now()
 	for walSize(t, path) > walTarget && time.Since(idle) < 30*time.Second {
 		time.Sleep(100 * time.Millisecond)
