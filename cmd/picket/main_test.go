@@ -55,6 +55,14 @@ func runPicket(t testing.TB, args ...string) result {
 	return waitPicket(t, cmd, out, errb, time.Minute)
 }
 
+// startPicketProc starts picket with args as a childtest.Proc: its stdout
+// lines read with Line, its stderr kept in errb; t.Cleanup kills it.
+func startPicketProc(t testing.TB, args ...string) (p *childtest.Proc, errb *syncBuffer) {
+	t.Helper()
+	errb = &syncBuffer{}
+	return childtest.Start(t, nil, "picket", childtest.Options{Args: args, Stderr: errb}), errb
+}
+
 // startPicket starts picket with args, its stdout and stderr kept in out
 // and errb (read them once it has exited: waitPicket).
 func startPicket(t testing.TB, args ...string) (cmd *exec.Cmd, out, errb *bytes.Buffer) {
