@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/etcd/etcdtest"
@@ -282,7 +282,7 @@ func benchMember(b *testing.B) (string, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	client, peer := "http://"+benchAddr(b), "http://"+benchAddr(b)
+	client, peer := "http://"+childtest.Addr(b), "http://"+childtest.Addr(b) // below the ephemeral ports: no listen-and-close race
 	cmd := exec.Command(bin, "--name", "m0", "--data-dir", filepath.Join(dir, "m0"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -317,13 +317,4 @@ func benchMember(b *testing.B) (string, int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return client, cmd.Process.Pid
-}
-
-func benchAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
