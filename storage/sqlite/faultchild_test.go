@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -33,9 +34,9 @@ import (
 //	                         holder of its own, instead of granting fresh
 //	                         names: nearly every grant is then made in a
 //	                         waiting call's light batch (queue.go)
-var faultChildren = map[string]func() int{
-	"crash": crashChild,
-	"power": grantChild,
+func init() {
+	childtest.Register("crash", crashChild)
+	childtest.Register("power", grantChild)
 }
 
 // faultWorkers is how many goroutines of a child grant at once, so that
