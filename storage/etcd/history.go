@@ -178,6 +178,45 @@ func (s *Store) pruneHistory(ctx context.Context) {
 	s.pruneRevoked(ctx)
 }
 
+// fillOwners sets the owner of the release events of page, which a release
+// cannot know without a read it does not make (a release is one
+// transaction): the owner is the grant's, found in the page or, for at most
+// fillReads events, with one read of the grant's event (its create revision
+// is the release's token less the floor's offset).
+func (s *Store) fillOwners(ctx context.Context, events []lease.Event) {
+	owners := map[string]string{}
+	key := func(e lease.Event) string { return fmt.Sprintf("%d/%s", e.Token, e.Name) }
+	for _, e := range events {
+		if e.Kind == lease.EventGrant {
+			owners[key(e)] = e.Owner
+		}
+	}
+	reads := 0
+	for i, e := range events {
+		if e.Kind != lease.EventRelease || e.Owner != "" {
+			continue
+		}
+		if o, ok := owners[key(e)]; ok {
+			events[i].Owner = o
+			continue
+		}
+		if reads == fillReads {
+			continue
+		}
+		reads++
+		rev := s.revisionOf(e.Token)
+		rctx, cancel := s.rpc(ctx)
+		resp, err := s.client.Get(rctx, s.keys.history(), clientv3.WithPrefix(),
+			clientv3.WithMinCreateRev(rev), clientv3.WithMaxCreateRev(rev), clientv3.WithLimit(1))
+		cancel()
+		if err != nil || len(resp.Kvs) == 0 {
+			continue
+		}
+		if g, err := decodeEvent(resp.Kvs[0]); err == nil && g.Kind == lease.EventGrant && g.Name == e.Name {
+			events[i].Owner = g.Owner
+		}
+	}
+}
 
 // fillReads bounds the reads of fillOwners per page.
 const fillReads = 64
