@@ -55,6 +55,7 @@ type historyState struct {
 // historyStmts are the writer's prepared statements of the history.
 type historyStmts struct {
 	add, bounds, firstYoung, prune     *sql.Stmt
+	dropHeldOwner                      *sql.Stmt // dropHeld, returning the owner for the release's event
 	pruneRevoked, revoked, markRevoked *sql.Stmt
 
 	buf []byte // the writer's buffer for a row's events
@@ -84,6 +85,7 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 		{&w.h.add, `INSERT INTO history (seq, at, n, events) VALUES (
 			coalesce((SELECT seq + n FROM history WHERE seq = (SELECT max(seq) FROM history)), 1), ?, ?, ?)`},
 		{&w.h.bounds, `SELECT (SELECT min(seq) FROM history), (SELECT seq + n - 1 FROM history WHERE seq = (SELECT max(seq) FROM history))`},
+		{&w.h.dropHeldOwner, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ? RETURNING owner"},
 		{&w.h.firstYoung, `SELECT seq FROM history WHERE at >= ? ORDER BY seq LIMIT 1`},
 		{&w.h.prune, `DELETE FROM history WHERE seq BETWEEN ? AND ?`},
 		{&w.h.pruneRevoked, `DELETE FROM revoked WHERE at < ?`},
@@ -102,7 +104,7 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 
 func (w *writer) closeHistory() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.h.add}, w.h.bounds, w.h.firstYoung, w.h.prune, w.h.pruneRevoked, w.h.revoked, w.h.markRevoked) {
+	for _, st := range append([]*sql.Stmt{w.h.add, w.h.dropHeldOwner}, w.h.bounds, w.h.firstYoung, w.h.prune, w.h.pruneRevoked, w.h.revoked, w.h.markRevoked) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -339,4 +341,19 @@ func (b *batch) recordRow(kind lease.EventKind, name string, tok token.Token, re
 		return fmt.Errorf("record %s of %q: %w", kind, name, err)
 	}
 	return b.record(kind, name, tok, owner, reason, "", time.Time{})
+}
+
+// releaseRecorded is release with the history on: the same statement,
+// returning the owner for the release's event.
+func (b *batch) releaseRecorded(o *op) (result, error) {
+	var owner string
+	err := b.s.w.h.dropHeldOwner.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		lost, err := b.lost("release", o) // revoke.go
+		return result{err: lost}, err
+	}
+	if err != nil {
+		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
+	}
+	return result{}, b.record(lease.EventRelease, o.name, o.tok, owner, "", "", time.Time{})
 }

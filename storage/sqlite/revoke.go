@@ -64,8 +64,10 @@ func (b *batch) revoke(o *op) (result, error) {
 		b.q.live--
 	}
 	res := result{grant: b.grant(o.name, r)}
-	if _, err := b.serve(o.name); err != nil {
-		return result{}, err
+	if b.queued() { // as releaseCounted: a file with no waiters row has nobody to hand it to
+		if _, err := b.serve(o.name); err != nil {
+			return result{}, err
+		}
 	}
 	return res, nil
 }
