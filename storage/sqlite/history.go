@@ -85,7 +85,6 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 		{&w.h.add, `INSERT INTO history (seq, at, n, events) VALUES (
 			coalesce((SELECT seq + n FROM history WHERE seq = (SELECT max(seq) FROM history)), 1), ?, ?, ?)`},
 		{&w.h.bounds, `SELECT (SELECT min(seq) FROM history), (SELECT seq + n - 1 FROM history WHERE seq = (SELECT max(seq) FROM history))`},
-		{&w.h.dropHeldOwner, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ? RETURNING owner"},
 		{&w.h.firstYoung, `SELECT seq FROM history WHERE at >= ? ORDER BY seq LIMIT 1`},
 		{&w.h.prune, `DELETE FROM history WHERE seq BETWEEN ? AND ?`},
 		{&w.h.pruneRevoked, `DELETE FROM revoked WHERE at < ?`},
@@ -104,7 +103,7 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 
 func (w *writer) closeHistory() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{w.h.add, w.h.dropHeldOwner}, w.h.bounds, w.h.firstYoung, w.h.prune, w.h.pruneRevoked, w.h.revoked, w.h.markRevoked) {
+	for _, st := range append([]*sql.Stmt{w.h.add}, w.h.bounds, w.h.firstYoung, w.h.prune, w.h.pruneRevoked, w.h.revoked, w.h.markRevoked) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -326,6 +325,9 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 		page.Events = page.Events[:limit]
 		page.Next = page.Events[limit-1].Seq
 	}
+	if err := s.fillOwners(ctx, page.Events); err != nil {
+		return lease.HistoryPage{}, fmt.Errorf("sqlite: history: %w", err)
+	}
 	return page, nil
 }
 
@@ -343,17 +345,70 @@ func (b *batch) recordRow(kind lease.EventKind, name string, tok token.Token, re
 	return b.record(kind, name, tok, owner, reason, "", time.Time{})
 }
 
-// releaseRecorded is release with the history on: the same statement,
-// returning the owner for the release's event.
-func (b *batch) releaseRecorded(o *op) (result, error) {
-	var owner string
-	err := b.s.w.h.dropHeldOwner.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		lost, err := b.lost("release", o) // revoke.go
-		return result{err: lost}, err
+// fillOwners sets the owner of the release events of events, which a
+// release does not read (a RETURNING would cost every release): the owner
+// is the grant's of the same name and token, found in the page or in the
+// rows before the release's, at most fillRows of them per page.
+func (s *Store) fillOwners(ctx context.Context, events []lease.Event) error {
+	type key struct {
+		name string
+		tok  token.Token
 	}
-	if err != nil {
-		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
+	owners := map[key]string{}
+	for _, e := range events {
+		if e.Kind == lease.EventGrant {
+			owners[key{e.Name, e.Token}] = e.Owner
+		}
 	}
-	return result{}, b.record(lease.EventRelease, o.name, o.tok, owner, "", "", time.Time{})
+	budget := fillRows
+	for i, e := range events {
+		if e.Kind != lease.EventRelease || e.Owner != "" {
+			continue
+		}
+		if o, ok := owners[key{e.Name, e.Token}]; ok {
+			events[i].Owner = o
+			continue
+		}
+		if budget <= 0 {
+			continue
+		}
+		err := s.read(ctx, "history", func() error {
+			rows, err := s.rdb.QueryContext(ctx, "SELECT seq, at, n, events FROM history WHERE seq <= ? ORDER BY seq DESC LIMIT ?",
+				int64(e.Seq), budget)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				budget--
+				var seq, at int64
+				var n int
+				var blob []byte
+				if err := rows.Scan(&seq, &at, &n, &blob); err != nil {
+					return err
+				}
+				evs, err := decodeEvents(seq, at, n, blob)
+				if err != nil {
+					return err
+				}
+				for _, g := range evs {
+					if g.Kind == lease.EventGrant {
+						owners[key{g.Name, g.Token}] = g.Owner
+					}
+				}
+				if o, ok := owners[key{e.Name, e.Token}]; ok {
+					events[i].Owner = o
+					return nil
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// fillRows bounds the history rows fillOwners reads per page.
+const fillRows = 512
