@@ -61,8 +61,12 @@ type historyStmts struct {
 	buf []byte // the writer's buffer for a row's events
 }
 
-// rowEvents is the most events one history row holds.
-const rowEvents = 1024
+// rowEvents is the most events one history row holds, and rowBytes about
+// the most bytes: a row stays within a 4 KiB page.
+const (
+	rowEvents = 1024
+	rowBytes  = 3000
+)
 
 // event is one row of the history, as a batch collects it.
 type event struct {
@@ -130,22 +134,40 @@ func (b *batch) record(kind lease.EventKind, name string, tok token.Token, owner
 // committed exactly when the change it records is, and one statement per
 // batch however many events it made.
 func (b *batch) writeHistory() error {
-	for evs := b.events; len(evs) > 0; {
-		n := min(len(evs), rowEvents)
-		at := b.wall.UnixNano()
-		for _, e := range evs[:n] {
-			at = max(at, e.at)
-		}
-		buf := b.s.w.h.buf[:0]
-		for _, e := range evs[:n] {
-			buf = appendEvent(buf, at, e)
-		}
-		b.s.w.h.buf = buf
+	if len(b.events) == 0 {
+		return nil
+	}
+	at := b.wall.UnixNano()
+	for _, e := range b.events {
+		at = max(at, e.at)
+	}
+	buf, n := b.s.w.h.buf[:0], 0
+	flush := func() error {
 		if _, err := b.s.w.h.add.ExecContext(b.ctx, at, n, buf); err != nil {
 			return fmt.Errorf("write %d events of history: %w", n, err)
 		}
-		evs = evs[n:]
+		buf, n = buf[:0], 0
+		return nil
 	}
+	for _, e := range b.events {
+		start := len(buf)
+		buf = appendEvent(buf, at, e)
+		if n > 0 && (len(buf) > rowBytes || n == rowEvents) {
+			// The row stays within a page: a longer one spills into
+			// overflow pages, which cost far more than another row.
+			enc := append([]byte(nil), buf[start:]...)
+			buf = buf[:start]
+			if err := flush(); err != nil {
+				return err
+			}
+			buf = append(buf, enc...)
+		}
+		n++
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	b.s.w.h.buf = buf
 	b.recorded += len(b.events)
 	return nil
 }
