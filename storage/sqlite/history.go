@@ -129,10 +129,10 @@ func (b *batch) record(kind lease.EventKind, name string, tok token.Token, owner
 	return nil
 }
 
-// writeHistory writes the batch's events, in their order, as one row (a
-// row per rowEvents): part of the batch's transaction, so an event is
-// committed exactly when the change it records is, and one statement per
-// batch however many events it made.
+// writeHistory writes the batch's events, in their order, in as few rows
+// as fit in a page each (rowBytes): part of the batch's transaction, so an
+// event is committed exactly when the change it records is, and one
+// statement per row, not per event.
 func (b *batch) writeHistory() error {
 	if len(b.events) == 0 {
 		return nil

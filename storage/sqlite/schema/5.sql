@@ -2,8 +2,8 @@
 --
 -- history: every grant, release, expiry, revoke and fenced rejection, in
 -- the order the store made them, written in the transaction of the change
--- it records: one row per batch (per 1024 events), its events encoded in a
--- blob, so that the history costs a batch one statement and one b-tree
+-- it records: one row per batch (per page of events), its events encoded
+-- in a blob, so that the history costs a batch one statement and one b-tree
 -- insert, not a row per event (a row per event cost a fifth of the grant
 -- throughput). Events are numbered densely: the row's seq is its first
 -- event's, the next row's is seq + n. Never a holder secret: only the
