@@ -55,7 +55,6 @@ type historyState struct {
 // historyStmts are the writer's prepared statements of the history.
 type historyStmts struct {
 	add, bounds, firstYoung, prune     *sql.Stmt
-	dropHeldOwner                      *sql.Stmt // dropHeld, returning the owner for the release's event
 	pruneRevoked, revoked, markRevoked *sql.Stmt
 
 	buf []byte // the writer's buffer for a row's events
