@@ -73,4 +73,15 @@
 //
 // Errors are matched with errors.Is against the sentinels of this package
 // (and token.ErrStale); they hold the same way in process and over HTTP.
+//
+// # Operating a store
+//
+// Every store also implements Revoker and HistoryReader. Revoke ends a
+// lease its holder cannot release (a stuck job): the holder's next renew
+// fails with a *RevokedError, which matches ErrLost and ErrRevoked, and
+// its Context ends with that cause; the token is never handed out again.
+// History reads the store's record of every grant, release, expiry, revoke
+// and fenced refusal, each written in the transaction of its change, with
+// the owner label and never the holder secret. Over HTTP, revoking needs
+// the server's admin token, which is not the clients'.
 package lease

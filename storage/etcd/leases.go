@@ -172,6 +172,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	// deletes it): the waiter behind, which watches it, wakes at the
 	// release, not at this grant.
 	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(req.Holder, rec))}
+	then = append(then, s.eventOp(lease.Event{Kind: lease.EventGrant, Name: name, Owner: req.Owner}, f.Offset)...) // history.go
 	// Last, so that floorFrom finds it: the floor key, read when a raised
 	// floor failed the comparison.
 	els = append(els, clientv3.OpGet(s.keys.floor()))
@@ -342,6 +343,8 @@ func (s *Store) expire(ctx context.Context, name string, kv *mvccpb.KeyValue, h 
 			then = []clientv3.Op{clientv3.OpPut(k, encodeDelay(dr))}
 		}
 		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
+		then = append(then, s.eventOp(lease.Event{Kind: lease.EventExpire, Name: name, Token: keyToken(kv), Owner: r.Owner,
+			Time: time.Unix(0, r.Expires)}, 0)...) // history.go
 	}
 	rctx, cancel := s.rpc(ctx)
 	_, err := s.client.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).Then(then...).Commit()
@@ -391,7 +394,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 			return lease.Grant{}, failed(ctx, "renew", name, false, err)
 		}
 		if len(resp.Kvs) == 0 || keyToken(resp.Kvs[0]) != tok {
-			return lease.Grant{}, lost("renew", name)
+			return lease.Grant{}, s.lostOrRevoked(ctx, "renew", name, tok) // revoke.go
 		}
 		kv := resp.Kvs[0]
 		h, r, expired, _, err := decodeKey(kv.Value)
@@ -481,6 +484,8 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	if !known || note.queued {
 		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
 	}
+	// The owner is not known without a read: History fills it in from the grant.
+	then = append(then, s.eventOp(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok}, 0)...) // history.go
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
 		resp, err := s.client.Txn(rctx).If(
@@ -496,7 +501,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 			break
 		}
 		if attempt > 0 {
-			return lost("release", name)
+			return s.lostOrRevoked(ctx, "release", name, tok) // revoke.go
 		}
 		// A lease granted under another floor offset than the one this
 		// store knows (floor.go) has another create revision: its own.
@@ -509,7 +514,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 			return failed(ctx, "release", name, false, err)
 		}
 		if len(gr.Kvs) == 0 || keyToken(gr.Kvs[0]) != tok || gr.Kvs[0].CreateRevision == rev {
-			return lost("release", name)
+			return s.lostOrRevoked(ctx, "release", name, tok) // revoke.go
 		}
 		rev = gr.Kvs[0].CreateRevision
 	}

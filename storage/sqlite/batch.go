@@ -36,6 +36,9 @@ type batch struct {
 	// durable: the batch changed what must survive a power loss before
 	// anyone is told (queue.go: lightBatch).
 	durable bool
+
+	events   []event // the history's events, written before COMMIT (history.go)
+	recorded int     // how many were written
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
@@ -94,6 +97,9 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		}
 	}
 	b.durable = b.durable || b.counter != start
+	if err := b.writeHistory(); err != nil { // history.go
+		return nil, nil, err
+	}
 	w.hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
@@ -112,6 +118,7 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	}
 	s.kvCommitted(&b.q)
 	s.queueCommitted(&b)
+	s.historyCommitted(&b)
 	return results, b.handedRes, nil
 }
 
@@ -175,6 +182,10 @@ func (b *batch) apply(o *op) (result, error) {
 		return b.poll(o)
 	case opLapse:
 		return b.lapse(o)
+	case opRevoke:
+		return b.revoke(o)
+	case opPrune:
+		return b.prune(o)
 	case opSync:
 		return result{}, nil
 	}
@@ -216,6 +227,9 @@ func (b *batch) grant(name string, r row) lease.Grant {
 
 func (b *batch) acquire(o *op) (result, error) {
 	if granted, res, err := b.grantFree(o); granted || err != nil {
+		if granted {
+			err = b.record(lease.EventGrant, o.name, res.grant.Token, o.owner, "", "", time.Time{}) // history.go
+		}
 		return res, err
 	}
 	r, found, err := b.row(o.name)
@@ -236,6 +250,9 @@ func (b *batch) acquire(o *op) (result, error) {
 	if found {
 		if free := r.expires + r.lockDelay; b.now < free {
 			return b.held(o, r, free)
+		}
+		if err := b.recordExpiry(o.name, r, ""); err != nil { // history.go
+			return result{}, err
 		}
 	}
 	// Free, perhaps by an expiry nobody acted on: the oldest live waiter
@@ -258,6 +275,9 @@ func (b *batch) acquire(o *op) (result, error) {
 	if _, err := b.s.w.grant.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
 		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
 		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	if err := b.record(lease.EventGrant, o.name, r.token, r.owner, "", "", time.Time{}); err != nil {
+		return result{}, err
 	}
 	return result{grant: b.grant(o.name, r)}, nil
 }
@@ -302,7 +322,8 @@ func (b *batch) holds(o *op, verb string) (row, *result, error) {
 		return row{}, nil, err
 	}
 	if !found || r.holder != o.holder || r.token != o.tok || b.now >= r.expires {
-		return row{}, &result{err: lostError(verb, o)}, nil
+		lost, err := b.lost(verb, o) // revoke.go
+		return row{}, &result{err: lost}, err
 	}
 	return r, nil, nil
 }
@@ -336,9 +357,12 @@ func (b *batch) release(o *op) (result, error) {
 		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
 	}
 	if n != 1 {
-		return result{err: lostError("release", o)}, nil
+		lost, err := b.lost("release", o) // revoke.go
+		return result{err: lost}, err
 	}
-	return result{}, nil
+	// The event has no owner: reading it would cost the release a
+	// RETURNING; History fills it in from the grant's event (history.go).
+	return result{}, b.record(lease.EventRelease, o.name, o.tok, "", "", "", time.Time{})
 }
 
 func lostError(verb string, o *op) error {

@@ -25,7 +25,10 @@ import (
 //     never acknowledged; their tokens are never acknowledged to anyone
 //     later;
 //   - the next child's tokens exceed everything acknowledged and committed
-//     before.
+//     before;
+//   - every grant in the file has its grant event in the history, and the
+//     history has no grant the file does not (the events are written in
+//     the batch's transaction: mutant history-after-commit).
 //
 // At the end the file passes PRAGMA integrity_check.
 func TestCrashPoints(t *testing.T) {
@@ -96,6 +99,17 @@ func crashLane(t *testing.T, restarts int, budget time.Duration) {
 			if _, known := log.unacked[row.tok]; !isAcked && !known {
 				log.unacked[row.tok] = row
 				unacked++
+			}
+		}
+		events := historyGrants(t, path) // history_crash_test.go
+		for _, row := range rows {
+			if !events[row.tok] {
+				log.violate("restart %d (%s): the grant of token %d is in the file, its event is not in the history", r, point, row.tok)
+			}
+		}
+		for tok := range events {
+			if tok > counter {
+				log.violate("restart %d (%s): the history has a grant of token %d above the counter %d", r, point, tok, counter)
 			}
 		}
 		if counter != highestRow {

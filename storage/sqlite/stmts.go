@@ -40,16 +40,17 @@ type writer struct {
 	begin, commit, rollback *sql.Stmt
 	head                    *sql.Stmt // epoch → counter, whether the file's epoch is it, whether a waiters row exists
 	setCounter              *sql.Stmt
-	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
-	grant                   *sql.Stmt // upsert a new grant
-	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there (no waiters row in the file)
-	grantFreeUnqueued       *sql.Stmt // the same, unless the name also has a waiters row
-	extend                  *sql.Stmt // new ttl and expiry of a held lease
-	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
-	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
-	sweep                   *sql.Stmt // delete the next expired rows after a name, at most a chunk (sweep.go)
-	put                     *sql.Stmt // upsert a fenced value unless its token is lower
-	kvToken                 *sql.Stmt // key → highest token
+	lease                   *sql.Stmt    // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
+	grant                   *sql.Stmt    // upsert a new grant
+	grantFree               *sql.Stmt    // insert a new grant unless a live or lock-delayed row is there (no waiters row in the file)
+	grantFreeUnqueued       *sql.Stmt    // the same, unless the name also has a waiters row
+	extend                  *sql.Stmt    // new ttl and expiry of a held lease
+	extendDelay             *sql.Stmt    // new ttl, expiry and lock-delay of a held lease (re-acquire)
+	dropHeld                *sql.Stmt    // delete a live lease row held by holder with token
+	sweep                   *sql.Stmt    // delete the next expired rows after a name, at most a chunk (sweep.go)
+	put                     *sql.Stmt    // upsert a fenced value unless its token is lower
+	kvToken                 *sql.Stmt    // key → highest token
+	h                       historyStmts // history.go
 
 	// The waiters queue (queue.go).
 	waitersOf, waiterRow, enqueue *sql.Stmt
@@ -75,23 +76,22 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET ` + upsertLease},
-		// The row's own lock-delay decides, whichever opener granted it.
+		// A free name only: an expired row is taken over by acquire's
+		// slow path, which records its expiry in the history (history.go).
 		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET ` + upsertLease + `
-			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= excluded.granted_at`},
+			ON CONFLICT (name) DO NOTHING`},
 		// While the file has waiters rows: none for the name either (the
 		// name is the 9th parameter); a queue, even of dead rows, goes by
 		// the slow path (queue.go).
 		{&w.grantFreeUnqueued, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM waiters WHERE name = ?)
-			ON CONFLICT (name) DO UPDATE SET ` + upsertLease + `
-			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= excluded.granted_at`},
+			ON CONFLICT (name) DO NOTHING`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
 		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
 		{&w.sweep, `DELETE FROM leases WHERE name IN (SELECT name FROM leases
-			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name`},
+			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name, token, owner, expires_at`},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
@@ -114,7 +114,7 @@ func (w *writer) prepare(ctx context.Context) error {
 		}
 		*p.stmt = st
 	}
-	return nil
+	return w.prepareHistory(ctx)
 }
 
 // upsertLease sets every column of a lease row from the row the INSERT
@@ -132,6 +132,7 @@ func (w *writer) close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, w.closeHistory())
 	if w.conn != nil {
 		errs = append(errs, w.conn.Close())
 	}

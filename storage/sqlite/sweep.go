@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/picketlock/picket/token"
 )
 
 // Sweeping in chunks. One DELETE of every expired row is one transaction,
@@ -40,6 +43,12 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	}
 }
 
+// expired is a row a sweep deleted, for the history.
+type expired struct {
+	name string
+	r    row
+}
+
 // sweep deletes the next sweepChunk expired rows after o.name, in name
 // order (one statement, which reads on past live rows: only the rows it
 // deletes reach the -wal); the first chunk also deletes the waiters rows of
@@ -52,12 +61,17 @@ func (b *batch) sweep(o *op) (result, error) {
 	}
 	var res result
 	last := ""
+	var swept []expired
 	for rows.Next() {
 		var name string
-		if err := rows.Scan(&name); err != nil {
+		var r row
+		var tok, exp int64
+		if err := rows.Scan(&name, &tok, &r.owner, &exp); err != nil {
 			rows.Close()
 			return result{}, fmt.Errorf("sweep: %w", err)
 		}
+		r.token, r.expires = token.Token(tok), time.Duration(exp)
+		swept = append(swept, expired{name, r})
 		res.n++
 		last = max(last, name)
 	}
@@ -67,8 +81,15 @@ func (b *batch) sweep(o *op) (result, error) {
 	if err := rows.Err(); err != nil {
 		return result{}, fmt.Errorf("sweep: %w", err)
 	}
+	for _, e := range swept {
+		if err := b.recordExpiry(e.name, e.r, ""); err != nil { // history.go
+			return result{}, err
+		}
+	}
 	if res.n == sweepChunk {
 		res.next = last
+	} else if _, err := b.prune(o); err != nil { // history.go: a chunk of it, with the sweep's last
+		return result{}, err
 	}
 	if o.name == "" {
 		if err := b.sweepWaiters(); err != nil {

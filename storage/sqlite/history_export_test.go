@@ -1,0 +1,5 @@
+package sqlite
+
+// DecodeEvents decodes a history row, for the crash tests, which read the
+// file raw.
+var DecodeEvents = decodeEvents
