@@ -23,6 +23,7 @@ const (
 	opKVGet    = "kv_get"
 	opKVDelete = "kv_delete"
 	opHealth   = "healthz"
+	opUI       = "ui"    // the status page (ui.go)
 	opOther    = "other" // unknown routes and methods
 )
 
