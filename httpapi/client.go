@@ -20,9 +20,10 @@ import (
 // Errors come back as they would from an embedded store (see Error). A Client
 // is safe for concurrent use.
 type Client struct {
-	base string // the server's URL without a trailing slash
-	hc   *http.Client
-	auth string
+	base  string // the server's URL without a trailing slash
+	hc    *http.Client
+	auth  string
+	admin string // admin.go: sent on Revoke only
 }
 
 var (
@@ -99,7 +100,7 @@ func (c *Client) Renew(ctx context.Context, name, holder string, tok token.Token
 		body.TTLMS = &ms
 	}
 	var g grantJSON
-	if err := c.call(ctx, "renew", subject{name: name}, "/v1/renew", body, &g); err != nil {
+	if err := c.call(ctx, "renew", subject{name: name, tok: tok}, "/v1/renew", body, &g); err != nil {
 		return lease.Grant{}, err
 	}
 	return g.grant()
@@ -113,7 +114,7 @@ func (c *Client) Release(ctx context.Context, name, holder string, tok token.Tok
 	}
 	var out releasedJSON
 	body := releaseBody{Name: name, Holder: holder, Token: uint64(tok)}
-	if err := c.call(ctx, "release", subject{name: name}, "/v1/release", body, &out); err != nil {
+	if err := c.call(ctx, "release", subject{name: name, tok: tok}, "/v1/release", body, &out); err != nil {
 		return err
 	}
 	if !out.Released {
@@ -215,6 +216,11 @@ type subject struct {
 // call sends a JSON request (GET when body is nil, else POST) and decodes a
 // 200 answer into out.
 func (c *Client) call(ctx context.Context, op string, sub subject, path string, body, out any) error {
+	return c.callAs(ctx, c.auth, op, sub, path, body, out)
+}
+
+// callAs is call with cred as the bearer token ("" for none).
+func (c *Client) callAs(ctx context.Context, cred, op string, sub subject, path string, body, out any) error {
 	method, ctype := http.MethodGet, ""
 	var r io.Reader
 	if body != nil {
@@ -227,7 +233,14 @@ func (c *Client) call(ctx context.Context, op string, sub subject, path string, 
 		}
 		method, ctype, r = http.MethodPost, "application/json", bytes.NewReader(b)
 	}
-	resp, err := c.send(ctx, op, sub, method, path, ctype, r, nil)
+	var hdr http.Header
+	if cred != c.auth {
+		hdr = http.Header{"Authorization": {"Bearer " + cred}}
+		if cred == "" {
+			hdr = http.Header{"Authorization": nil}
+		}
+	}
+	resp, err := c.send(ctx, op, sub, method, path, ctype, r, hdr)
 	if err != nil {
 		return err
 	}
@@ -246,13 +259,15 @@ func (c *Client) send(ctx context.Context, op string, sub subject, method, path,
 		return nil, fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
 	}
 	for k, v := range hdr {
-		req.Header[k] = v
+		if v != nil {
+			req.Header[k] = v
+		}
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.auth != "" {
+	if _, set := hdr["Authorization"]; !set && c.auth != "" {
 		req.Header.Set("Authorization", "Bearer "+c.auth)
 	}
 	resp, err := c.hc.Do(req)

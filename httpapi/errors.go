@@ -67,28 +67,42 @@ type errorCode struct {
 	code   string
 	status int
 	err    error // what the code means; errors.Is on the server, Unwrap on the client
+
+	// reason refines a code for clients that want to tell cases apart
+	// ("reason": "revoked" on a lost); clients that do not know it still
+	// read the code. The client reads the first row of a code and reason.
+	reason string
 }
+
+// Reasons: the "reason" member of an error body that refines its code.
+const (
+	// ReasonRevoked comes with CodeLost when an operator revoked the lease
+	// (lease.ErrRevoked): the body also carries "revoked_by" and
+	// "revoke_reason".
+	ReasonRevoked = "revoked"
+)
 
 // errorCodes is the one table shared by Server and Client. The server takes
 // the first row whose err matches (errors.Is), so the order is a priority:
 // the typed details (held, stale) before the plainer sentinels. An error that
 // matches no row is internal. The client reads the first row of a code.
 var errorCodes = []errorCode{
-	{CodeTooLarge, http.StatusRequestEntityTooLarge, ErrTooLarge},
-	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized},
-	{CodeForbidden, http.StatusForbidden, ErrForbidden},
-	{CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, ErrUnsupportedMediaType},
-	{CodeHeld, http.StatusConflict, lease.ErrHeld},
-	{CodeStaleToken, http.StatusConflict, token.ErrStale},
-	{CodeLost, http.StatusConflict, lease.ErrLost},
-	{CodeNotFound, http.StatusNotFound, lease.ErrNotFound},
-	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, ErrMethodNotAllowed},
-	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid},
-	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid}, // server side only: the client reads the row above
-	{CodeQuotaExceeded, http.StatusInsufficientStorage, lease.ErrQuota},
-	{CodeTooManyRequests, http.StatusTooManyRequests, ErrTooManyRequests}, // before unavailable, which it matches
-	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnavailable},
-	{CodeInternal, http.StatusInternalServerError, ErrInternal},
+	{CodeTooLarge, http.StatusRequestEntityTooLarge, ErrTooLarge, ""},
+	{CodeUnauthorized, http.StatusUnauthorized, ErrUnauthorized, ""},
+	{CodeForbidden, http.StatusForbidden, ErrForbidden, ""},
+	{CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, ErrUnsupportedMediaType, ""},
+	{CodeHeld, http.StatusConflict, lease.ErrHeld, ""},
+	{CodeStaleToken, http.StatusConflict, token.ErrStale, ""},
+	{CodeLost, http.StatusConflict, lease.ErrRevoked, ReasonRevoked}, // before lost, which it matches
+	{CodeLost, http.StatusConflict, lease.ErrLost, ""},
+	{CodeNotFound, http.StatusNotFound, lease.ErrNotFound, ""},
+	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, ErrMethodNotAllowed, ""},
+	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid, ""},
+	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid, ""}, // server side only: the client reads the row above
+	{CodeQuotaExceeded, http.StatusInsufficientStorage, lease.ErrQuota, ""},
+	{CodeTooManyRequests, http.StatusTooManyRequests, ErrTooManyRequests, ""}, // before unavailable, which it matches
+	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnavailable, ""},
+	{CodeInternal, http.StatusInternalServerError, ErrInternal, ""},
 }
 
 // codeFor returns the row for err. A request body over the limit is
@@ -111,11 +125,19 @@ func codeFor(err error) errorCode {
 }
 
 // lookupCode returns the row of code, or ok == false.
-func lookupCode(code string) (errorCode, bool) {
+func lookupCode(code string) (errorCode, bool) { return lookupReason(code, "") }
+
+// lookupReason returns the row of code and reason, or if reason is one the
+// table does not know, the row of code alone; ok == false for an unknown
+// code.
+func lookupReason(code, reason string) (errorCode, bool) {
 	for _, c := range errorCodes {
-		if c.code == code {
+		if c.code == code && c.reason == reason {
 			return c, true
 		}
+	}
+	if reason != "" {
+		return lookupReason(code, "")
 	}
 	return errorCode{}, false
 }
@@ -178,7 +200,7 @@ func answerError(resp *http.Response, sub subject) error {
 		return e
 	}
 	e.Code, e.Message = body.Error, body.Message
-	row, ok := lookupCode(body.Error)
+	row, ok := lookupReason(body.Error, body.Reason)
 	if !ok {
 		return e
 	}
@@ -201,6 +223,15 @@ func answerError(resp *http.Response, sub subject) error {
 			stale.Highest = token.Token(*body.Highest)
 		}
 		e.detail = stale
+	}
+	if row.reason == ReasonRevoked {
+		rev := &lease.RevokedError{Name: sub.name, Token: sub.tok, Reason: body.RevokeReason, By: body.RevokedBy}
+		if body.RevokedAt != "" {
+			if t, err := parseTime(body.RevokedAt); err == nil {
+				rev.At = t
+			}
+		}
+		e.detail = rev
 	}
 	return e
 }

@@ -23,6 +23,8 @@ const (
 	opKVGet    = "kv_get"
 	opKVDelete = "kv_delete"
 	opHealth   = "healthz"
+	opRevoke   = "revoke"
+	opHistory  = "history"
 	opUI       = "ui"    // the status page (ui.go)
 	opOther    = "other" // unknown routes and methods
 )

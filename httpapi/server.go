@@ -29,6 +29,7 @@ type Server struct {
 	kv      KV
 	health  func(context.Context) error
 	auth    *[sha256.Size]byte // SHA-256 of the bearer token; nil: no auth
+	admin   *[sha256.Size]byte // SHA-256 of the admin token (admin.go); nil: no revokes
 	logger  log.Logger
 	metrics *Metrics
 	mux     *http.ServeMux
@@ -107,6 +108,8 @@ func (s *Server) routes() {
 	s.route("PUT /v1/kv/{key...}", opKVPut, s.kvPut)
 	s.route("GET /v1/kv/{key...}", opKVGet, s.kvGet)
 	s.route("DELETE /v1/kv/{key...}", opKVDelete, s.kvDelete)
+	s.routeAdmin("POST /v1/revoke", opRevoke, s.revoke)
+	s.route("GET /v1/history", opHistory, s.history)
 	s.open("GET /healthz", opHealth, s.healthz)
 	s.mux.Handle("GET /metrics", s.metrics.Handler())
 	s.open("GET /openapi.yaml", opOther, s.openapi)
@@ -117,6 +120,8 @@ func (s *Server) routes() {
 	s.route("/v1/leases/{name...}", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/v1/leases", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/v1/kv/{key...}", opOther, notAllowed(http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete))
+	s.route("/v1/revoke", opOther, notAllowed(http.MethodPost))
+	s.route("/v1/history", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.route("/v1/kv", opOther, notFound) // else ServeMux redirects it to /v1/kv/
 	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
@@ -158,12 +163,26 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 // body is read in full within the body timeout and budget (see readBody),
 // and only then does the request take an in-flight slot (429 when none is
 // free), so that a slow sender never holds one.
-func (s *Server) route(pattern, op string, h handler) {
+func (s *Server) route(pattern, op string, h handler) { s.routeWith(pattern, op, false, h) }
+
+// routeAdmin registers h as route does, but behind the admin token instead
+// of the clients' (admin.go).
+func (s *Server) routeAdmin(pattern, op string, h handler) { s.routeWith(pattern, op, true, h) }
+
+func (s *Server) routeWith(pattern, op string, admin bool, h handler) {
 	method, _, _ := strings.Cut(pattern, " ")
 	takesBody := method == http.MethodPost || method == http.MethodPut
 	s.mux.Handle(pattern, s.instrument(op, func(w http.ResponseWriter, r *http.Request) error {
 		started := time.Now()
-		if !s.authorized(r) {
+		if admin {
+			if err := s.adminReady(); err != nil {
+				return err
+			}
+			if !s.adminAuthorized(r) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="picket-admin"`)
+				return fmt.Errorf("%w: missing or wrong admin token", ErrUnauthorized)
+			}
+		} else if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
 			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
 		}
@@ -274,8 +293,9 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, err error) string {
 	c := codeFor(err)
 	status := c.status
-	body := errorJSON{Error: c.code, Message: err.Error()}
+	body := errorJSON{Error: c.code, Message: err.Error(), Reason: c.reason}
 	var (
+		rev   *lease.RevokedError
 		held  *lease.HeldError
 		stale *token.StaleError
 		mna   *methodNotAllowedError
@@ -292,6 +312,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, op string, e
 	case c.code == CodeStaleToken && errors.As(err, &stale):
 		highest := uint64(stale.Highest)
 		body.Highest = &highest
+	case c.reason == ReasonRevoked && errors.As(err, &rev):
+		body.RevokedBy, body.RevokeReason = rev.By, rev.Reason
+		if !rev.At.IsZero() {
+			body.RevokedAt = formatTime(rev.At)
+		}
 	case c.code == CodeInternal:
 		body.Message = "internal error; the server's log has the details"
 	case c.code == CodeTooManyRequests:

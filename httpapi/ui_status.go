@@ -159,15 +159,25 @@ func timeLeft(d time.Duration) string {
 }
 
 // shortDuration renders d to a precision a person reads: tenths of a
-// second under 10 s, seconds under a day.
+// second under 10 s, seconds under a day, minutes beyond; without the zero
+// units time.Duration writes ("1h" for 1h0m0s, "10m" for 10m0s).
 func shortDuration(d time.Duration) string {
 	switch {
 	case d < 10*time.Second:
 		return d.Round(100 * time.Millisecond).String()
 	case d < 24*time.Hour:
-		return d.Round(time.Second).String()
+		d = d.Round(time.Second)
+	default:
+		d = d.Round(time.Minute)
 	}
-	return d.Round(time.Minute).String()
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // byteSize renders n bytes.

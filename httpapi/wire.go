@@ -63,6 +63,12 @@ type errorJSON struct {
 	Owner     *string `json:"owner,omitempty"`
 	ExpiresAt string  `json:"expires_at,omitempty"`
 	Highest   *uint64 `json:"highest,omitempty"`
+
+	// With "reason": "revoked" (a lost lease an operator revoked).
+	Reason       string `json:"reason,omitempty"`
+	RevokedBy    string `json:"revoked_by,omitempty"`
+	RevokeReason string `json:"revoke_reason,omitempty"`
+	RevokedAt    string `json:"revoked_at,omitempty"`
 }
 
 // formatTime renders a deadline for the wire: RFC 3339 in UTC, with as many

@@ -33,7 +33,9 @@ type config struct {
 	password       string
 	tls            *tls.Config
 	tlsFiles       *tlsFiles
-	quota          Quota // quota.go
+	quota          Quota         // quota.go
+	historyMax     int           // history.go: events kept; 0 turns it off
+	historyAge     time.Duration // history.go: the oldest kept; 0: any age
 }
 
 type tlsFiles struct{ ca, cert, key string }
@@ -44,6 +46,8 @@ func defaultConfig() config {
 		logger:         log.NewNopLogger(),
 		dialTimeout:    DefaultDialTimeout,
 		requestTimeout: DefaultRequestTimeout,
+		historyMax:     lease.DefaultHistoryMaxEvents,
+		historyAge:     lease.DefaultHistoryMaxAge,
 	}
 }
 

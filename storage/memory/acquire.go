@@ -97,6 +97,7 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 		lockDelay: req.LockDelay,
 	}
 	s.leases[req.Name] = e
+	s.record(lease.Event{Kind: lease.EventGrant, Name: req.Name, Token: e.token, Owner: e.owner}, now)
 	return s.grant(req.Name, e, now), nil, nil
 }
 

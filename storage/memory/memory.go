@@ -22,9 +22,15 @@ type Store struct {
 	counter token.Token       // the last token handed out
 	leases  map[string]*entry // by name; kept after expiry until lock-delay ends
 	waiters map[string]*waiters
+	history history // history.go
+	revoked map[string]*lease.RevokedError // by name: the last revoke (revoke.go)
 }
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store         = (*Store)(nil)
+	_ lease.Revoker       = (*Store)(nil)
+	_ lease.HistoryReader = (*Store)(nil)
+)
 
 // entry is one lease. expires is a reading of the store's clock in epoch.
 type entry struct {
@@ -66,6 +72,8 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		leases:  make(map[string]*entry),
 		waiters: make(map[string]*waiters),
+		revoked: make(map[string]*lease.RevokedError),
+		history: history{max: lease.DefaultHistoryMaxEvents, maxAge: lease.DefaultHistoryMaxAge},
 	}
 	for _, o := range opts {
 		o(s)
@@ -92,7 +100,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 	now := s.clock.Now()
 	e, live := s.lookup(name, now)
 	if !live || e.holder != holder || e.token != tok {
-		return lease.Grant{}, fmt.Errorf("memory: renew %q: %w", name, lease.ErrLost)
+		return lease.Grant{}, fmt.Errorf("memory: renew %q: %w", name, s.lost(name, tok))
 	}
 	if ttl != 0 {
 		e.ttl = ttl
@@ -115,9 +123,10 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	defer s.mu.Unlock()
 	e, live := s.lookup(name, s.clock.Now())
 	if !live || e.holder != holder || e.token != tok {
-		return fmt.Errorf("memory: release %q: %w", name, lease.ErrLost)
+		return fmt.Errorf("memory: release %q: %w", name, s.lost(name, tok))
 	}
 	delete(s.leases, name)
+	s.record(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok, Owner: e.owner}, s.clock.Now())
 	s.wake(name)
 	return nil
 }
@@ -187,6 +196,7 @@ func (s *Store) lookup(name string, now time.Duration) (e *entry, live bool) {
 	}
 	if now >= e.expires+e.lockDelay {
 		delete(s.leases, name)
+		s.recordExpiry(name, e, now)
 		return nil, false
 	}
 	return e, now < e.expires

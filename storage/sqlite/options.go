@@ -40,6 +40,8 @@ type config struct {
 	quota       Quota       // quota.go
 	tokenFloor  token.Token // backup.go
 	overlayRisk bool        // fsys.go
+	historyMax  int           // history.go: events kept; 0 turns it off
+	historyAge  time.Duration // history.go: the oldest kept; 0: any age
 }
 
 func defaultConfig() config {
@@ -49,6 +51,8 @@ func defaultConfig() config {
 		busyTimeout: DefaultBusyTimeout,
 		maxBatch:    DefaultMaxBatch,
 		readConns:   DefaultReadConns,
+		historyMax:  lease.DefaultHistoryMaxEvents,
+		historyAge:  lease.DefaultHistoryMaxAge,
 	}
 }
 

@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+)
+
+// The admin credential. Revoking a lease ends someone else's work, so it
+// needs more than the clients' bearer token: POST /v1/revoke takes only the
+// admin token (in the same "Authorization: Bearer" header), and a server
+// without one answers it 403 forbidden. The admin token opens no other
+// route: it is not a client's token.
+
+// AdminOption is the admin token, for a Server (an Option) or a Client (a
+// ClientOption) alike.
+type AdminOption struct{ token string }
+
+// WithAdminToken sets the admin token. A Server then answers POST
+// /v1/revoke to requests that carry "Authorization: Bearer <tok>" (compared
+// in constant time), 401 to others; without it, revoke is 403 for everyone.
+// A Client sends it, instead of its bearer token, on Revoke. The empty token
+// means none (the default). It must differ from the clients' token: a
+// Server given the same token for both refuses revokes (see
+// Server.AdminReady).
+func WithAdminToken(tok string) AdminOption { return AdminOption{token: tok} }
+
+func (o AdminOption) applyServer(s *Server) {
+	if o.token == "" {
+		s.admin = nil
+		return
+	}
+	sum := sha256.Sum256([]byte(o.token))
+	s.admin = &sum
+}
+
+func (o AdminOption) applyClient(c *Client) { c.admin = o.token }
+
+// adminReady reports why revoke cannot be served, or nil: no admin token,
+// or one equal to the clients' token (then any client could revoke).
+func (s *Server) adminReady() error {
+	switch {
+	case s.admin == nil:
+		return fmt.Errorf("%w: revoke needs the server's admin token, and this server has none (picket serve -admin-token-file)", ErrForbidden)
+	case s.auth != nil && *s.auth == *s.admin:
+		return fmt.Errorf("%w: the admin token is the clients' token; revoke is refused until they differ", ErrForbidden)
+	}
+	return nil
+}
+
+// adminAuthorized reports whether r carries the admin token.
+func (s *Server) adminAuthorized(r *http.Request) bool {
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(cred))
+	return subtle.ConstantTimeCompare(sum[:], s.admin[:]) == 1
+}
+
+// revokeJSON is the answer to POST /v1/revoke: the lease as it was.
+type revokeJSON struct {
+	infoJSON
+	Revoked bool `json:"revoked"`
+}
+
+// revoke answers POST /v1/revoke (behind the admin token, see routeAdmin).
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
+	rv, ok := s.store.(lease.Revoker)
+	if !ok {
+		return fmt.Errorf("httpapi: %w: this store cannot revoke", ErrMethodNotAllowed)
+	}
+	req, err := decodeRevoke(r.Body)
+	if err != nil {
+		return err
+	}
+	info, err := rv.Revoke(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, revokeJSON{infoJSON: infoToJSON(info), Revoked: true})
+}
+
+func decodeRevoke(r io.Reader) (lease.RevokeRequest, error) {
+	var (
+		name, reason, by *string
+		tok              *uint64
+	)
+	err := decodeObject(r, []member{
+		{"name", &name, true},
+		{"token", &tok, false},
+		{"reason", &reason, false},
+		{"by", &by, false},
+	})
+	if err != nil {
+		return lease.RevokeRequest{}, err
+	}
+	req := lease.RevokeRequest{Name: *name}
+	if tok != nil {
+		if *tok == 0 {
+			return lease.RevokeRequest{}, invalid("token 0 is not a token; leave it out to revoke whatever lease is live")
+		}
+		req.Token = token.Token(*tok)
+	}
+	if reason != nil {
+		req.Reason = *reason
+	}
+	if by != nil {
+		req.By = *by
+	}
+	if err := req.Validate(); err != nil {
+		return lease.RevokeRequest{}, err
+	}
+	return req, nil
+}
+
+// eventJSON is one event of the history.
+type eventJSON struct {
+	Seq    uint64 `json:"seq"`
+	Time   string `json:"time"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Token  uint64 `json:"token"`
+	Owner  string `json:"owner"`
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
+}
+
+type historyJSON struct {
+	Events []eventJSON `json:"events"`
+	Next   uint64      `json:"next,omitempty"`
+}
+
+// history answers GET /v1/history?name=N&since=T&after=SEQ&limit=L&order=newest.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
+	hr, ok := s.store.(lease.HistoryReader)
+	if !ok {
+		return fmt.Errorf("httpapi: %w: this store keeps no history", ErrMethodNotAllowed)
+	}
+	req, err := historyQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	page, err := hr.History(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	out := historyJSON{Events: make([]eventJSON, 0, len(page.Events)), Next: page.Next}
+	for _, e := range page.Events {
+		out.Events = append(out.Events, eventJSON{Seq: e.Seq, Time: formatTime(e.Time), Kind: string(e.Kind),
+			Name: e.Name, Token: uint64(e.Token), Owner: e.Owner, Reason: e.Reason, By: e.By})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func historyQuery(raw string) (lease.HistoryRequest, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return lease.HistoryRequest{}, invalid("bad query string: %v", err)
+	}
+	var req lease.HistoryRequest
+	for k, v := range q {
+		if len(v) > 1 {
+			return req, invalid("%s is given %d times", k, len(v))
+		}
+		switch k {
+		case "name":
+			if err := lease.ValidateName(v[0]); err != nil {
+				return req, err
+			}
+			req.Name = v[0]
+		case "since":
+			t, err := time.Parse(time.RFC3339Nano, v[0])
+			if err != nil {
+				return req, invalid("since %q is not an RFC 3339 time", v[0])
+			}
+			req.Since = t.UTC()
+		case "after":
+			n, err := strconv.ParseUint(v[0], 10, 64)
+			if err != nil || n < 1 || n > uint64(token.Max) {
+				return req, invalid("after %q is not a whole number in [1, %d]", v[0], uint64(token.Max))
+			}
+			req.After = n
+		case "limit":
+			n, err := strconv.Atoi(v[0])
+			if err != nil || n < 1 || n > lease.MaxHistoryLimit {
+				return req, invalid("limit %q is not a whole number in [1, %d]", v[0], lease.MaxHistoryLimit)
+			}
+			req.Limit = n
+		case "order":
+			switch v[0] {
+			case "oldest":
+			case "newest":
+				req.Newest = true
+			default:
+				return req, invalid("order %q is neither oldest nor newest", v[0])
+			}
+		default:
+			return req, invalid("unknown query parameter %q (known: name, since, after, limit, order)", k)
+		}
+	}
+	return req, req.Validate()
+}
+
+func (j eventJSON) event() (lease.Event, error) {
+	t, err := time.Parse(time.RFC3339Nano, j.Time)
+	if err != nil {
+		return lease.Event{}, fmt.Errorf("httpapi: bad event time %q: %w", j.Time, err)
+	}
+	return lease.Event{Seq: j.Seq, Time: t.UTC(), Kind: lease.EventKind(j.Kind), Name: j.Name,
+		Token: token.Token(j.Token), Owner: j.Owner, Reason: j.Reason, By: j.By}, nil
+}
