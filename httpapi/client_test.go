@@ -25,8 +25,8 @@ func TestConformance(t *testing.T) {
 	leasetest.Run(t, leasetest.Harness{
 		Open: func(t testing.TB, cfg leasetest.Config) lease.Store {
 			st := mustOpenStore(t, cfg.Clock, sqlite.WithLockDelay(cfg.LockDelay))
-			e := serve(t, cfg.Clock, st, httpapi.WithKV(st))
-			return e.client(t)
+			e := serve(t, cfg.Clock, st, httpapi.WithKV(st), httpapi.WithAdminToken("admin-token"))
+			return e.client(t, httpapi.WithAdminToken("admin-token"))
 		},
 	})
 }

@@ -80,6 +80,10 @@ func (s suite) tests() []namedTest {
 		{"WaitCancelled", s.testWaitCancelled},
 		{"Contention", s.testContention},
 		{"Manager", s.testManager},
+		{"Revoke", s.testRevoke},
+		{"RevokeWakesWaiter", s.testRevokeWakesWaiter},
+		{"RevokeEndsHandle", s.testRevokeEndsHandle},
+		{"History", s.testHistory},
 	}
 }
 

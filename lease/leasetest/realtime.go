@@ -47,6 +47,10 @@ func (s suite) realTimeTests() []namedTest {
 		{"WaitCancelled", s.testWaitCancelled},
 		{"Contention", s.testContention},
 		{"Manager", s.testManager},
+		{"Revoke", s.testRevoke},
+		{"RevokeWakesWaiter", s.testRevokeWakesWaiter},
+		{"RevokeEndsHandle", s.testRevokeEndsHandle},
+		{"History", s.testHistory},
 	}
 }
 

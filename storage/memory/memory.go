@@ -22,7 +22,7 @@ type Store struct {
 	counter token.Token       // the last token handed out
 	leases  map[string]*entry // by name; kept after expiry until lock-delay ends
 	waiters map[string]*waiters
-	history history // history.go
+	history history                        // history.go
 	revoked map[string]*lease.RevokedError // by name: the last revoke (revoke.go)
 }
 

@@ -51,4 +51,3 @@ func withToken(t token.Token) string {
 	}
 	return fmt.Sprintf(" with token %d", t)
 }
-

@@ -35,6 +35,8 @@ type batch struct {
 	// durable: the batch changed what must survive a power loss before
 	// anyone is told (queue.go: lightBatch).
 	durable bool
+
+	recorded int // events written to the history (history.go)
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
@@ -126,6 +128,7 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	s.epoch.Store(&epoch)
 	s.kvCommitted(&b.q)
 	s.queueCommitted(&b)
+	s.historyCommitted(&b)
 	return results, b.handedRes, nil
 }
 
@@ -155,6 +158,10 @@ func (b *batch) apply(o *op) (result, error) {
 		return b.poll(o)
 	case opLapse:
 		return b.lapse(o)
+	case opRevoke:
+		return b.revoke(o)
+	case opPrune:
+		return b.prune(o)
 	case opSync:
 		return result{}, nil
 	}
@@ -199,6 +206,9 @@ func (b *batch) acquire(o *op) (result, error) {
 	if legacy {
 		o.lockDelay = 0 // the old files kept no lock-delay with the lease
 	} else if granted, res, err := b.grantFree(o); granted || err != nil {
+		if granted {
+			err = b.record(lease.EventGrant, o.name, res.grant.Token, o.owner, "", "", time.Time{})
+		}
 		return res, err
 	}
 	r, found, err := b.row(o.name)
@@ -224,6 +234,9 @@ func (b *batch) acquire(o *op) (result, error) {
 		if free := r.expires + delay; b.now < free {
 			return b.held(o, r, free)
 		}
+		if err := b.recordExpiry(o.name, r, ""); err != nil { // history.go
+			return result{}, err
+		}
 	}
 	// Free, perhaps by an expiry nobody acted on: the oldest live waiter
 	// comes first.
@@ -245,6 +258,9 @@ func (b *batch) acquire(o *op) (result, error) {
 	if _, err := b.s.w.grant.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
 		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
 		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
+	}
+	if err := b.record(lease.EventGrant, o.name, r.token, r.owner, "", "", time.Time{}); err != nil {
+		return result{}, err
 	}
 	return result{grant: b.grant(o.name, r)}, nil
 }
@@ -283,7 +299,8 @@ func (b *batch) holds(o *op, verb string) (row, *result, error) {
 		return row{}, nil, err
 	}
 	if !found || r.holder != o.holder || r.token != o.tok || b.now >= r.expires {
-		return row{}, &result{err: lostError(verb, o)}, nil
+		lost, err := b.lost(verb, o) // revoke.go
+		return row{}, &result{err: lost}, err
 	}
 	return r, nil, nil
 }
@@ -309,14 +326,16 @@ func (b *batch) renew(o *op) (result, error) {
 // reads nothing more (releaseCounted then hands the name over, queue.go).
 // No row deleted means the lease was lost.
 func (b *batch) release(o *op) (res result, waiting bool, err error) {
-	err = b.s.w.dropHeld.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&waiting)
+	var owner string
+	err = b.s.w.dropHeld.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&owner, &waiting)
 	if errors.Is(err, sql.ErrNoRows) {
-		return result{err: lostError("release", o)}, false, nil
+		lost, err := b.lost("release", o) // revoke.go
+		return result{err: lost}, false, err
 	}
 	if err != nil {
 		return result{}, false, fmt.Errorf("release lease %q: %w", o.name, err)
 	}
-	return result{}, waiting, nil
+	return result{}, waiting, b.record(lease.EventRelease, o.name, o.tok, owner, "", "", time.Time{})
 }
 
 func lostError(verb string, o *op) error {

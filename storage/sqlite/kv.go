@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
@@ -161,6 +162,9 @@ func (b *batch) stale(o *op) (result, error) {
 	var highest int64
 	if err := b.s.w.kvToken.QueryRowContext(b.ctx, o.name).Scan(&highest); err != nil {
 		return result{}, fmt.Errorf("read token of %q: %w", o.name, err)
+	}
+	if err := b.record(lease.EventFenced, o.name, o.tok, "", fmt.Sprintf("highest token %d", highest), "", time.Time{}); err != nil { // history.go
+		return result{}, err
 	}
 	return result{err: &token.StaleError{Resource: o.name, Token: o.tok, Highest: token.Token(highest)}}, nil
 }

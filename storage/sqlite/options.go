@@ -37,9 +37,9 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
-	quota       Quota       // quota.go
-	tokenFloor  token.Token // backup.go
-	overlayRisk bool        // fsys.go
+	quota       Quota         // quota.go
+	tokenFloor  token.Token   // backup.go
+	overlayRisk bool          // fsys.go
 	historyMax  int           // history.go: events kept; 0 turns it off
 	historyAge  time.Duration // history.go: the oldest kept; 0: any age
 }
@@ -110,6 +110,8 @@ func (c *config) validate() error {
 		return invalidf("read connections %d is below 1", c.readConns)
 	case c.logger == nil:
 		return invalidf("logger is nil")
+	case c.historyMax < 0 || c.historyAge < 0:
+		return invalidf("history retention %d events, %v is negative", c.historyMax, c.historyAge)
 	}
 	if err := c.quota.validate(); err != nil {
 		return err

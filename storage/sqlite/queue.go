@@ -220,6 +220,9 @@ func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Du
 		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
 		return row{}, fmt.Errorf("hand %q over: %w", name, err)
 	}
+	if err := b.record(lease.EventGrant, name, r.token, owner, "handed over", "", time.Time{}); err != nil { // history.go
+		return row{}, err
+	}
 	if b.q.liveKnown {
 		b.q.live++
 	}
@@ -311,6 +314,9 @@ func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 	}
 	if granter && by != b.s.bell.id || !granter && (by == b.s.bell.id || b.s.alive(by)) {
 		return false, nil
+	}
+	if err := b.recordRow(lease.EventExpire, name, token.Token(tok), "not claimed"); err != nil { // history.go
+		return false, err
 	}
 	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", name, tok); err != nil {
 		return false, fmt.Errorf("take back the lapsed grant of %q: %w", name, err)

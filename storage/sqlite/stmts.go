@@ -39,16 +39,17 @@ type writer struct {
 
 	begin, commit, rollback *sql.Stmt
 	counter, setCounter     *sql.Stmt
-	epoch                   *sql.Stmt // the file's clock epoch
-	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
-	grant                   *sql.Stmt // upsert a new grant
-	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
-	extend                  *sql.Stmt // new ttl and expiry of a held lease
-	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
-	dropHeld                *sql.Stmt // delete a live lease row held by holder with token; → whether the name has waiters
-	sweep                   *sql.Stmt // delete the next expired rows after a name, at most a chunk (sweep.go)
-	put                     *sql.Stmt // upsert a fenced value unless its token is lower
-	kvToken                 *sql.Stmt // key → highest token
+	epoch                   *sql.Stmt    // the file's clock epoch
+	lease                   *sql.Stmt    // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
+	grant                   *sql.Stmt    // upsert a new grant
+	grantFree               *sql.Stmt    // insert a new grant unless a live or lock-delayed row is there
+	extend                  *sql.Stmt    // new ttl and expiry of a held lease
+	extendDelay             *sql.Stmt    // new ttl, expiry and lock-delay of a held lease (re-acquire)
+	dropHeld                *sql.Stmt    // delete a live lease row held by holder with token; → whether the name has waiters
+	sweep                   *sql.Stmt    // delete the next expired rows after a name, at most a chunk (sweep.go)
+	put                     *sql.Stmt    // upsert a fenced value unless its token is lower
+	kvToken                 *sql.Stmt    // key → highest token
+	h                       historyStmts // history.go
 
 	// The waiters queue (queue.go).
 	waitersOf, waiterRow, enqueue *sql.Stmt
@@ -72,22 +73,21 @@ func (w *writer) prepare(ctx context.Context) error {
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
 				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8`},
-		// The row's own lock-delay decides, whichever opener granted it.
+		// A free name only: an expired row is taken over by acquire's
+		// slow path, which records its expiry (history.go).
 		// No waiters row for the name: a queue, even of dead rows, goes by
 		// the slow path (queue.go).
 		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS (SELECT 1 FROM waiters WHERE name = ?1)
-			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8
-			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= ?6`},
+			ON CONFLICT (name) DO NOTHING`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
 		// A release learns in the same statement whether anyone waits for
 		// the name: no waiter, no query to find one.
 		{&w.dropHeld, `DELETE FROM leases WHERE name = ?1 AND holder = ?2 AND token = ?3 AND expires_at > ?4
-			RETURNING EXISTS (SELECT 1 FROM waiters WHERE name = ?1 AND token = 0)`},
+			RETURNING owner, EXISTS (SELECT 1 FROM waiters WHERE name = ?1 AND token = 0)`},
 		{&w.sweep, `DELETE FROM leases WHERE name IN (SELECT name FROM leases
-			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name`},
+			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name, token, owner, expires_at`},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
@@ -110,7 +110,7 @@ func (w *writer) prepare(ctx context.Context) error {
 		}
 		*p.stmt = st
 	}
-	return nil
+	return w.prepareHistory(ctx)
 }
 
 func (w *writer) close() error {
@@ -122,6 +122,7 @@ func (w *writer) close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, w.closeHistory())
 	if w.conn != nil {
 		errs = append(errs, w.conn.Close())
 	}

@@ -28,8 +28,9 @@ type Store struct {
 	busy      time.Duration
 	maxBatch  int
 	batchHook func(int, time.Duration)
-	quota     Quota   // quota.go
-	kvCache   kvCache // the writer goroutine's only
+	quota     Quota        // quota.go
+	kvCache   kvCache      // the writer goroutine's only
+	history   historyState // WithHistory (history.go)
 
 	wdb   *sql.DB // one connection, the writer's
 	rdb   *sql.DB // query-only pool
@@ -97,6 +98,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		batchHook: cfg.batchHook,
 		quota:     cfg.quota,
 		floor:     cfg.tokenFloor,
+		history:   historyState{max: cfg.historyMax, age: cfg.historyAge},
 
 		overlayRisk: cfg.overlayRisk,
 		ops:         make(chan *op, cfg.maxBatch),

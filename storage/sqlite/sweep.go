@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/picketlock/picket/token"
 )
 
 // Sweeping in chunks. One DELETE of every expired row is one transaction,
@@ -34,10 +37,19 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		res := s.submit(ctx, o)
 		total += res.n
 		if res.err != nil || res.next == "" {
+			if res.err == nil {
+				_, res.err = s.PruneHistory(ctx) // history.go
+			}
 			return total, res.err
 		}
 		after = res.next
 	}
+}
+
+// expired is a row a sweep deleted, for the history.
+type expired struct {
+	name string
+	r    row
 }
 
 // sweep deletes the next sweepChunk expired rows after o.name, in name
@@ -52,12 +64,17 @@ func (b *batch) sweep(o *op) (result, error) {
 	}
 	var res result
 	last := ""
+	var swept []expired
 	for rows.Next() {
 		var name string
-		if err := rows.Scan(&name); err != nil {
+		var r row
+		var tok, exp int64
+		if err := rows.Scan(&name, &tok, &r.owner, &exp); err != nil {
 			rows.Close()
 			return result{}, fmt.Errorf("sweep: %w", err)
 		}
+		r.token, r.expires = token.Token(tok), time.Duration(exp)
+		swept = append(swept, expired{name, r})
 		res.n++
 		last = max(last, name)
 	}
@@ -66,6 +83,11 @@ func (b *batch) sweep(o *op) (result, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return result{}, fmt.Errorf("sweep: %w", err)
+	}
+	for _, e := range swept {
+		if err := b.recordExpiry(e.name, e.r, ""); err != nil { // history.go
+			return result{}, err
+		}
 	}
 	if res.n == sweepChunk {
 		res.next = last

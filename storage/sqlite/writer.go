@@ -26,6 +26,8 @@ const (
 	opDelete // a fenced key's value (kv.go)
 	opWait   // a queued acquire's turn: its row's grant claimed, or the name tried again (queue.go)
 	opLapse  // a look at a name granted to another process's waiter, once the grant may have lapsed
+	opRevoke // an operator's revoke (revoke.go)
+	opPrune  // the history past its retention (history.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending
@@ -48,7 +50,8 @@ type op struct {
 	ttl    time.Duration
 	value  []byte
 
-	lockDelay time.Duration // an acquire's: kept with the lease it grants
+	lockDelay time.Duration        // an acquire's: kept with the lease it grants
+	revoke    *lease.RevokeRequest // an opRevoke's reason and who asked
 	// parked is, for a try of an Acquire that waits, the acquire op that
 	// call keeps parked for a hand-over: once a try is answered anything
 	// but "held", the writer abandons it in the same batch, so that no
