@@ -45,7 +45,8 @@ type Server struct {
 
 	origins, hosts []string // allowed Origin and Host values, lowercased
 
-	ui *uiKeys // the status page's session key (ui_session.go)
+	ui   *uiKeys // the status page's session key (ui_session.go)
+	noUI bool    // WithStatusPage(false)
 
 	slotFirst bool // take the in-flight slot before reading the body: the old, wrong order (tests' controls)
 }
@@ -126,7 +127,9 @@ func (s *Server) routes() {
 	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/openapi.yaml", opOther, notAllowed(http.MethodGet, http.MethodHead))
-	s.uiRoutes() // the status page, behind its own sign-in (ui.go)
+	if !s.noUI {
+		s.uiRoutes() // the status page, behind its own sign-in (ui.go)
+	}
 	s.route("/", opOther, notFound)
 }
 

@@ -49,6 +49,10 @@ var uiStyle = func() []byte {
 	return b
 }()
 
+// WithStatusPage serves the status page under /ui (on is the default);
+// off, its paths are unknown paths like any other (401 or 404).
+func WithStatusPage(on bool) Option { return serverOption(func(s *Server) { s.noUI = !on }) }
+
 // uiRoutes registers the page's routes. They sit behind the same guard as
 // the API (Origin and Host checks, in ServeHTTP) and their own sign-in.
 func (s *Server) uiRoutes() {
