@@ -2,25 +2,201 @@ package etcd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-var _ lease.HistoryReader = (*Store)(nil)
+// The grant history is kept in keys under the prefix, each written by the
+// transaction that makes the change it records (a grant, a release, an
+// expiry an observer commits, a revoke, a fenced write refused):
+//
+//	picket/history/TIME.RAND    one event: TIME is the write's wall clock in
+//	                            Unix nanoseconds, 20 digits; RAND 8 hex digits
+//
+// The event's Seq is the key's create revision, the revision of that
+// transaction (one event per transaction), so it rises with every change
+// in the cluster; a grant's token is that revision plus the floor's offset,
+// so the grant event holds the offset, not the token, which the
+// transaction cannot know before it commits. etcd's own history (the
+// revisions of the lease keys) is not used: a cluster compacts it (picket
+// cannot keep an operator from compacting, and every production cluster
+// does), and it would hold the holder's hash, not an event.
+//
+// Retention (WithHistory): every store's sweep (every 5 s) deletes the
+// events older than maxAge in one range delete, and, past maxEvents, the
+// oldest in chunks; never on the grant path.
 
 // WithHistory keeps at most maxEvents events of history, none older than
 // maxAge (defaults lease.DefaultHistoryMaxEvents and
-// lease.DefaultHistoryMaxAge). maxEvents 0 turns the history off.
+// lease.DefaultHistoryMaxAge). maxEvents 0 turns the history off; maxAge 0
+// keeps events of any age.
 func WithHistory(maxEvents int, maxAge time.Duration) Option {
 	return func(c *config) { c.historyMax, c.historyAge = maxEvents, maxAge }
 }
 
-// History returns one page of the history (see lease.HistoryReader).
+func (k keys) history() string { return k.prefix + "history/" }
+
+// eventRecord is an event key's value.
+type eventRecord struct {
+	Time   int64  `json:"t"` // Unix nanoseconds
+	Kind   string `json:"k"`
+	Name   string `json:"n"`
+	Token  int64  `json:"tok,omitempty"` // 0: the key's create revision plus Offset (a grant)
+	Offset int64  `json:"f,omitempty"`
+	Owner  string `json:"o,omitempty"`
+	Reason string `json:"r,omitempty"`
+	By     string `json:"b,omitempty"`
+}
+
+// eventOp returns the put of one event into the history, or nil with the
+// history off. e.Token zero means "this transaction's revision plus
+// offset".
+func (s *Store) eventOp(e lease.Event, offset int64) []clientv3.Op {
+	if s.cfg.historyMax == 0 {
+		return nil
+	}
+	now := time.Now()
+	if e.Time.IsZero() {
+		e.Time = now
+	}
+	b, err := json.Marshal(eventRecord{Time: e.Time.UnixNano(), Kind: string(e.Kind), Name: e.Name, Token: int64(e.Token),
+		Offset: offset, Owner: e.Owner, Reason: e.Reason, By: e.By})
+	if err != nil {
+		panic(err) // plain fields: cannot fail
+	}
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	key := fmt.Sprintf("%s%020d.%s", s.keys.history(), now.UnixNano(), hex.EncodeToString(r[:]))
+	return []clientv3.Op{clientv3.OpPut(key, string(b))}
+}
+
+// decodeEvent reads an event key.
+func decodeEvent(kv *mvccpb.KeyValue) (lease.Event, error) {
+	var r eventRecord
+	if err := json.Unmarshal(kv.Value, &r); err != nil {
+		return lease.Event{}, fmt.Errorf("etcd: a history value that picket did not write: %w", err)
+	}
+	tok := token.Token(r.Token)
+	if tok == 0 {
+		tok = tokenOf(kv.CreateRevision, r.Offset)
+	}
+	return lease.Event{Seq: uint64(kv.CreateRevision), Time: time.Unix(0, r.Time).UTC(), Kind: lease.EventKind(r.Kind),
+		Name: r.Name, Token: tok, Owner: r.Owner, Reason: r.Reason, By: r.By}, nil
+}
+
+// historyChunk is how many event keys History reads at once.
+const historyChunk = 512
+
+// History returns one page of the history (see lease.HistoryReader): the
+// event keys in create-revision order, filtered by name and time here. It
+// reads at most a bounded number of chunks per page.
+//
+// Errors: lease.ErrInvalid, an *UnavailableError, ErrClosed, or ctx's
+// error.
 func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.HistoryPage, error) {
 	if err := req.Validate(); err != nil {
 		return lease.HistoryPage{}, fmt.Errorf("etcd: history: %w", err)
 	}
-	return lease.HistoryPage{Events: []lease.Event{}}, nil
+	if s.closed() {
+		return lease.HistoryPage{}, ErrClosed
+	}
+	base := s.keys.history()
+	from := base
+	if !req.Since.IsZero() && req.Since.UnixNano() > 0 {
+		// An event's key is named after its write, never before its time.
+		from = fmt.Sprintf("%s%020d", base, req.Since.UnixNano())
+	}
+	limit := req.PageLimit()
+	page := lease.HistoryPage{Events: []lease.Event{}}
+	cursor := int64(req.After)
+	order := clientv3.SortAscend
+	if req.Newest {
+		order = clientv3.SortDescend
+	}
+	for range 1 << 12 {
+		opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(base)),
+			clientv3.WithSort(clientv3.SortByCreateRevision, order), clientv3.WithLimit(historyChunk)}
+		if cursor != 0 && !req.Newest {
+			opts = append(opts, clientv3.WithMinCreateRev(cursor+1))
+		} else if cursor != 0 {
+			opts = append(opts, clientv3.WithMaxCreateRev(cursor-1))
+		}
+		rctx, cancel := s.rpc(ctx)
+		resp, err := s.client.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return lease.HistoryPage{}, failed(ctx, "history", req.Name, false, err)
+		}
+		for _, kv := range resp.Kvs {
+			cursor = kv.CreateRevision
+			e, err := decodeEvent(kv)
+			if err != nil || !req.Match(e) {
+				continue
+			}
+			if len(page.Events) == limit {
+				page.Next = page.Events[limit-1].Seq
+				return page, nil
+			}
+			page.Events = append(page.Events, e)
+		}
+		if !resp.More {
+			return page, nil
+		}
+	}
+	return page, nil
+}
+
+// pruneHistory deletes the events past the retention and the revocations
+// older than a day; the sweep calls it. Errors are left for the next sweep.
+func (s *Store) pruneHistory(ctx context.Context) {
+	base := s.keys.history()
+	if age := s.cfg.historyAge; age > 0 {
+		cut := fmt.Sprintf("%s%020d", base, time.Now().Add(-age).UnixNano())
+		_, _ = s.client.Delete(ctx, base, clientv3.WithRange(cut))
+	}
+	if max := int64(s.cfg.historyMax); max > 0 {
+		resp, err := s.client.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err == nil && resp.Count > max {
+			over := min(resp.Count-max, 4096)
+			old, err := s.client.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(over))
+			if err == nil && len(old.Kvs) > 0 {
+				last := string(old.Kvs[len(old.Kvs)-1].Key)
+				_, _ = s.client.Delete(ctx, base, clientv3.WithRange(last+"\x00"))
+			}
+		}
+	}
+	s.pruneRevoked(ctx)
+}
+
+// historyKey reports whether key is an event key (for tools that list the
+// prefix).
+func (k keys) historyKey(key string) bool { return strings.HasPrefix(key, k.history()) }
+
+// ownerFor reads the owner label of the lease key k for a release's event
+// (one read, only with the history on; "" if it cannot be read: the release
+// itself still decides by its own comparisons).
+func (s *Store) ownerFor(ctx context.Context, k string) string {
+	if s.cfg.historyMax == 0 {
+		return ""
+	}
+	rctx, cancel := s.rpc(ctx)
+	resp, err := s.client.Get(rctx, k)
+	cancel()
+	if err != nil || len(resp.Kvs) == 0 {
+		return ""
+	}
+	_, r, err := decodeLease(resp.Kvs[0].Value)
+	if err != nil {
+		return ""
+	}
+	return r.Owner
 }

@@ -126,7 +126,9 @@ func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token
 		writes = append(writes, clientv3.OpPut(k, stored))
 		notHigher := clientv3.Compare(clientv3.Value(k), "<", tokenText(tok+1)) // false on a missing key
 		absent := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)}
-		present := clientv3.OpTxn([]clientv3.Cmp{notHigher}, writes, []clientv3.Op{clientv3.OpGet(k)})
+		refused := append([]clientv3.Op{clientv3.OpGet(k)}, s.eventOp(lease.Event{Kind: lease.EventFenced, Name: key, Token: tok,
+			Reason: "a higher token was seen"}, 0)...) // history.go: the refusal, in its transaction
+		present := clientv3.OpTxn([]clientv3.Cmp{notHigher}, writes, refused)
 		rctx, cancel = s.rpc(ctx)
 		resp, err := s.client.Txn(rctx).If(append(usage, s.floorUnchanged(f))...).
 			Then(clientv3.OpTxn(absent, writes, []clientv3.Op{present})).

@@ -172,6 +172,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	// deletes it): the waiter behind, which watches it, wakes at the
 	// release, not at this grant.
 	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(req.Holder, rec))}
+	then = append(then, s.eventOp(lease.Event{Kind: lease.EventGrant, Name: name, Owner: req.Owner}, f.Offset)...) // history.go
 	// Last, so that floorFrom finds it: the floor key, read when a raised
 	// floor failed the comparison.
 	els = append(els, clientv3.OpGet(s.keys.floor()))
@@ -312,6 +313,8 @@ func (s *Store) expire(ctx context.Context, name string, kv *mvccpb.KeyValue, h 
 			then = []clientv3.Op{clientv3.OpPut(k, encodeDelay(dr))}
 		}
 		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
+		then = append(then, s.eventOp(lease.Event{Kind: lease.EventExpire, Name: name, Token: keyToken(kv), Owner: r.Owner,
+			Time: time.Unix(0, r.Expires)}, 0)...) // history.go
 	}
 	rctx, cancel := s.rpc(ctx)
 	_, err := s.client.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).Then(then...).Commit()
@@ -361,7 +364,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 			return lease.Grant{}, failed(ctx, "renew", name, false, err)
 		}
 		if len(resp.Kvs) == 0 || keyToken(resp.Kvs[0]) != tok {
-			return lease.Grant{}, lost("renew", name)
+			return lease.Grant{}, s.lostOrRevoked(ctx, "renew", name, tok) // revoke.go
 		}
 		kv := resp.Kvs[0]
 		h, r, expired, _, err := decodeKey(kv.Value)
@@ -445,13 +448,16 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	k := s.keys.lease(name)
 	h := holderHash(holder)
 	rev := s.revisionOf(tok) // floor.go
+	owner := s.ownerFor(ctx, k) // history.go: the release's event names the owner
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
+		then := []clientv3.Op{clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())}
+		then = append(then, s.eventOp(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok, Owner: owner}, 0)...)
 		resp, err := s.client.Txn(rctx).If(
 			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
 			clientv3.Compare(clientv3.Value(k), ">", h),
 			clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
-		).Then(clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())).
+		).Then(then...).
 			Else(clientv3.OpGet(k)).Commit()
 		cancel()
 		if err != nil {
@@ -464,7 +470,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		// store knows (floor.go) has another create revision: its own.
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if attempt > 0 || len(kvs) == 0 || keyToken(kvs[0]) != tok || kvs[0].CreateRevision == rev {
-			return lost("release", name)
+			return s.lostOrRevoked(ctx, "release", name, tok) // revoke.go
 		}
 		rev = kvs[0].CreateRevision
 	}

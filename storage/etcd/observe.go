@@ -98,6 +98,9 @@ func (s *Store) sweep() {
 			return
 		case <-t.C:
 			after = s.sweepPage(after)
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
+			s.pruneHistory(ctx) // history.go
+			cancel()
 		}
 	}
 }

@@ -24,8 +24,8 @@ import (
 //
 // Retention (WithHistory): at most maxEvents, none older than maxAge. The
 // writer queues a prune (opPrune, a batch of its own, nobody waiting on
-// it) once pruneEvery events were written since the last, and Sweep
-// prunes too; each prune deletes at most pruneChunk rows, oldest first,
+// it) once pruneEvery events were written since the last, and Sweep's
+// last chunk prunes one chunk too; each prune deletes at most pruneChunk rows, oldest first,
 // so that no transaction grows the -wal much. The newest event is never
 // pruned by age, so that seq keeps rising (it is the rowid).
 

@@ -37,9 +37,6 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		res := s.submit(ctx, o)
 		total += res.n
 		if res.err != nil || res.next == "" {
-			if res.err == nil {
-				_, res.err = s.PruneHistory(ctx) // history.go
-			}
 			return total, res.err
 		}
 		after = res.next
@@ -91,6 +88,8 @@ func (b *batch) sweep(o *op) (result, error) {
 	}
 	if res.n == sweepChunk {
 		res.next = last
+	} else if _, err := b.prune(o); err != nil { // history.go: a chunk of it, with the sweep's last
+		return result{}, err
 	}
 	if o.name == "" {
 		if err := b.sweepWaiters(); err != nil {
