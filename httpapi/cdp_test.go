@@ -178,7 +178,7 @@ func (b *browser) navigate(url string) {
 // for the page it leads to, whose title starts with title.
 func (b *browser) submit(expr, title string) {
 	b.t.Helper()
-	b.eval(`document.title = "(submitting)"; ` + expr)
+	b.eval(`document.title = "(submitting)"; {` + expr + `}`) // a block: its consts do not outlive it
 	b.waitTitle(title)
 }
 

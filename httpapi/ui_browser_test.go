@@ -23,7 +23,8 @@ const uiScreenshotsEnv = "PICKET_UI_SCREENSHOTS"
 // a real server over a real SQLite store that holds real leases and
 // waiters, and uses it as a person would: the sign-in form, the page (its
 // leases, owners, tokens, waiters and figures, a hostile owner label shown
-// as text, no script run), a screenshot, and the revoke button. A viewer
+// as text, no script run; the CSP in force: an injected inline script does
+// not run), a screenshot, and the revoke button. A viewer
 // (the clients' token) has no button, and a revoke form it posts anyway,
 // with its own form token, is refused and changes nothing; the admin's
 // click ends the lease, which its holder learns as revoked.
@@ -125,6 +126,15 @@ func TestUIBrowser(t *testing.T) {
 	}
 	if n := b.eval(`document.scripts.length + document.querySelectorAll("table.leases b").length`); n != float64(0) {
 		t.Errorf("the hostile owner label became markup: %v elements", n)
+	}
+	// The browser enforces the page's CSP: its own stylesheet applies, and
+	// a script put into the page (as an injection would) does not run.
+	if d := b.eval(`getComputedStyle(document.querySelector("header")).display`); d != "flex" {
+		t.Errorf("the stylesheet did not apply: header display %v", d)
+	}
+	if ran := b.eval(`(() => { const s = document.createElement("script"); s.textContent = "window.injected = true";
+		document.body.appendChild(s); return window.injected === true })()`); ran != false {
+		t.Errorf("an injected inline script ran: the CSP is not in force")
 	}
 	if n := b.eval(`document.querySelectorAll("form[action='/ui/revoke']").length`); n != float64(0) {
 		t.Errorf("a viewer's page has %v revoke forms", n)
