@@ -9,6 +9,7 @@ const helpText = `picket: leases with fencing tokens, on one SQLite file, a pick
 
 Usage:
   picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-auth-token-file F] [-lock-delay D]
+                 [-admin-token-file F] [-history-max 100000] [-history-age 168h]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
@@ -27,6 +28,10 @@ Usage:
   picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
   picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F]] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
                  [-procs 2,5,10,20 [-hold 2ms]]   (many processes on one file against goroutines of one)
+  picket revoke  NAME [-reason R] [-by WHO] [-token T] [-db F | -server URL -admin-token-file F | -etcd URLS]
+                 (ends the lease; its holder's next renew says "revoked"; over -server, the server's admin token)
+  picket history [-name N] [-since 1h|RFC3339] [-limit N] [-json] [-db F | -server URL | -etcd URLS]
+                 (grants, releases, expiries, revokes and fenced refusals, oldest first)
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)

@@ -71,6 +71,8 @@ func commands() []command {
 		{"release", "release a lease", runRelease},
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
+		{"revoke", "end a lease its holder cannot release (an operator's call; over -server, needs the admin token)", runRevoke},
+		{"history", "print the grant history: grants, releases, expiries, revokes, fenced refusals", runHistory},
 		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
 		{"health", "say whether the store can grant (exit 0) or not (exit 6)", runHealth},

@@ -42,6 +42,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var etcdF etcdFlags
 	etcdF.register(fs)
 	authFile := fs.String("auth-token-file", "", "require this bearer token (read from `file`) on every /v1/ request")
+	adminFile := fs.String("admin-token-file", "", "accept revokes (POST /v1/revoke) with this admin token (read from `file`), which must differ from -auth-token-file's; without it, revoke is refused")
+	historyMax := fs.Int("history-max", lease.DefaultHistoryMaxEvents, "keep at most this many events of grant history (0: no history)")
+	historyAge := fs.Duration("history-age", lease.DefaultHistoryMaxAge, "keep no event of grant history older than this (0: any age)")
 	lockDelay := fs.Duration("lock-delay", 0, "keep a name unavailable this long after its lease expired (not after a release)")
 	shutdown := fs.Duration("shutdown-timeout", DefaultShutdown, "how long SIGINT/SIGTERM waits for in-flight requests")
 	sweep := fs.Duration("sweep", DefaultSweepInterval, "how often to delete expired lease rows")
@@ -64,6 +67,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	tlsF.register(fs)
 	if err := parse(fs, args, false); err != nil {
 		return err
+	}
+	if *historyMax < 0 || *historyAge < 0 {
+		return usagef("serve: -history-max and -history-age must not be negative")
 	}
 	if *maxLists < 0 || *maxLeases < 0 || *maxKVKeys < 0 || *maxKVBytes < 0 || *bodyBudget < 0 {
 		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes and -body-budget must not be negative")
@@ -98,6 +104,18 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		serverOpts = append(serverOpts, httpapi.WithAuthToken(tok))
 	}
+	if *adminFile != "" {
+		tok, err := readAuthToken(*adminFile)
+		if err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		if *authFile != "" {
+			if client, _ := readAuthToken(*authFile); client == tok {
+				return usagef("serve: -admin-token-file holds the same token as -auth-token-file: every client could revoke; use another")
+			}
+		}
+		serverOpts = append(serverOpts, httpapi.WithAdminToken(tok))
+	}
 
 	// Later signals must not kill the process half-way through its clean
 	// stop (the store's close checkpoints and leaves one file): a terminal's
@@ -126,7 +144,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 
 	metrics := httpapi.NewMetrics()
 	quota := sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}
-	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, logger, metrics, overlayOption(*allowOverlay)...)
+	hist := retention{*historyMax, *historyAge}
+	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, hist, logger, metrics, overlayOption(*allowOverlay)...)
 	if err != nil {
 		return err
 	}
@@ -331,7 +350,7 @@ type sweeper interface {
 
 // openServed opens the store serve fronts: the etcd cluster if -etcd was
 // given, else the SQLite file (which also sweeps and keeps the quota).
-func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota,
+func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota, hist retention,
 	logger log.Logger, metrics *httpapi.Metrics, extra ...sqlite.Option) (servedStore, sweeper, error) {
 	// A store named on the command line wins over one in the environment.
 	dbFrom, etcdFrom := flagSource(fs, "db"), flagSource(fs, "etcd")
@@ -343,7 +362,8 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 			return nil, nil, usagef("serve: %s and %s exclude each other: name one store", describeFlag("etcd", etcdFrom), describeFlag("db", dbFrom))
 		}
 		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")),
-			etcd.WithQuota(etcd.Quota{MaxLeases: quota.MaxLeases, MaxKVKeys: quota.MaxKVKeys, MaxKVBytes: quota.MaxKVBytes}))
+			etcd.WithQuota(etcd.Quota{MaxLeases: quota.MaxLeases, MaxKVKeys: quota.MaxKVKeys, MaxKVBytes: quota.MaxKVBytes}),
+			etcd.WithHistory(hist.max, hist.age))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -354,9 +374,16 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
 		sqlite.WithBatchHook(metrics.ObserveBatch),
 		sqlite.WithQuota(quota),
+		sqlite.WithHistory(hist.max, hist.age),
 	}, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}
 	return st, st, nil
+}
+
+// retention is -history-max and -history-age.
+type retention struct {
+	max int
+	age time.Duration
 }

@@ -22,11 +22,12 @@ const DefaultDB = "picket.db"
 // storeFlags are the flags that choose the store: an embedded SQLite file
 // (-db), a picket server (-server) or an etcd cluster (-etcd).
 type storeFlags struct {
-	db       string
-	server   string
-	authFile string
-	tls      clientTLSFlags // -ca, -cert, -key (tls_client.go)
-	etcd     etcdFlags
+	db        string
+	server    string
+	authFile  string
+	adminFile string         // -admin-token-file: registered by revoke only (admin.go)
+	tls       clientTLSFlags // -ca, -cert, -key (tls_client.go)
+	etcd      etcdFlags
 
 	allowOverlay bool
 }
@@ -110,6 +111,9 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 	if len(named) > 1 {
 		return nil, usagef("%s exclude each other: name one store", strings.Join(named, " and "))
 	}
+	if f.adminFile != "" && f.server == "" {
+		return nil, usagef("%s needs -server (an embedded store or etcd needs no token)", describeFlag("admin-token-file", flagSource(fs, "admin-token-file")))
+	}
 	if f.etcd.set() {
 		if f.authFile != "" {
 			return nil, usagef("%s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
@@ -127,6 +131,13 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 				return nil, err
 			}
 			opts = append(opts, httpapi.WithAuthToken(tok))
+		}
+		if f.adminFile != "" {
+			tok, err := readAuthToken(f.adminFile)
+			if err != nil {
+				return nil, fmt.Errorf("admin token: %w", err)
+			}
+			opts = append(opts, httpapi.WithAdminToken(tok))
 		}
 		url := f.tls.serverURL(f.server)
 		hc, err := f.tls.httpClient(url)

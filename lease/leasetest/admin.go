@@ -102,7 +102,9 @@ func (s suite) testRevoke(t *testing.T) {
 		_, err := rv.Revoke(ctx, bad)
 		wantErr(t, "Revoke of a bad request", err, lease.ErrInvalid)
 	}
-	wantUntouched(t, st, next)
+	if info := mustGet(t, st, next.Name); info.Token != next.Token {
+		t.Errorf("after bad revokes the lease has token %d, want %d", info.Token, next.Token)
+	}
 	if _, err := rv.Revoke(ctx, lease.RevokeRequest{Name: next.Name}); err != nil {
 		t.Fatalf("Revoke with no token: %v", err)
 	}

@@ -144,14 +144,16 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 			}
 			if len(page.Events) == limit {
 				page.Next = page.Events[limit-1].Seq
+				s.fillOwners(ctx, page.Events)
 				return page, nil
 			}
 			page.Events = append(page.Events, e)
 		}
 		if !resp.More {
-			return page, nil
+			break
 		}
 	}
+	s.fillOwners(ctx, page.Events)
 	return page, nil
 }
 
@@ -181,22 +183,45 @@ func (s *Store) pruneHistory(ctx context.Context) {
 // prefix).
 func (k keys) historyKey(key string) bool { return strings.HasPrefix(key, k.history()) }
 
-// ownerFor reads the owner label of the lease key k for a release's event
-// (one read, only with the history on; "" if it cannot be read: the release
-// itself still decides by its own comparisons).
-func (s *Store) ownerFor(ctx context.Context, k string) string {
-	if s.cfg.historyMax == 0 {
-		return ""
+// fillOwners sets the owner of the release events of page, which a release
+// cannot know without a read it does not make (a release is one
+// transaction): the owner is the grant's, found in the page or, for at most
+// fillReads events, with one read of the grant's event (its create revision
+// is the release's token less the floor's offset).
+func (s *Store) fillOwners(ctx context.Context, events []lease.Event) {
+	owners := map[string]string{}
+	key := func(e lease.Event) string { return fmt.Sprintf("%d/%s", e.Token, e.Name) }
+	for _, e := range events {
+		if e.Kind == lease.EventGrant {
+			owners[key(e)] = e.Owner
+		}
 	}
-	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Get(rctx, k)
-	cancel()
-	if err != nil || len(resp.Kvs) == 0 {
-		return ""
+	reads := 0
+	for i, e := range events {
+		if e.Kind != lease.EventRelease || e.Owner != "" {
+			continue
+		}
+		if o, ok := owners[key(e)]; ok {
+			events[i].Owner = o
+			continue
+		}
+		if reads == fillReads {
+			continue
+		}
+		reads++
+		rev := s.revisionOf(e.Token)
+		rctx, cancel := s.rpc(ctx)
+		resp, err := s.client.Get(rctx, s.keys.history(), clientv3.WithPrefix(),
+			clientv3.WithMinCreateRev(rev), clientv3.WithMaxCreateRev(rev), clientv3.WithLimit(1))
+		cancel()
+		if err != nil || len(resp.Kvs) == 0 {
+			continue
+		}
+		if g, err := decodeEvent(resp.Kvs[0]); err == nil && g.Kind == lease.EventGrant && g.Name == e.Name {
+			events[i].Owner = g.Owner
+		}
 	}
-	_, r, err := decodeLease(resp.Kvs[0].Value)
-	if err != nil {
-		return ""
-	}
-	return r.Owner
 }
+
+// fillReads bounds the reads of fillOwners per page.
+const fillReads = 64

@@ -448,11 +448,11 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	k := s.keys.lease(name)
 	h := holderHash(holder)
 	rev := s.revisionOf(tok) // floor.go
-	owner := s.ownerFor(ctx, k) // history.go: the release's event names the owner
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
 		then := []clientv3.Op{clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())}
-		then = append(then, s.eventOp(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok, Owner: owner}, 0)...)
+		// The owner is not known without a read: History fills it in from the grant.
+		then = append(then, s.eventOp(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok}, 0)...)
 		resp, err := s.client.Txn(rctx).If(
 			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
 			clientv3.Compare(clientv3.Value(k), ">", h),
