@@ -146,3 +146,28 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestUIOpenServerAdmin: a server without a bearer token shows the page to
+// anyone, with a form to sign in with the admin token; signed in with it,
+// the revoke button works.
+func TestUIOpenServerAdmin(t *testing.T) {
+	e := newUIEnv(t, httpapi.WithAdminToken(uiAdminToken))
+	g := e.grant(t, "stuck", "w", time.Hour)
+	page := e.page(t)
+	if page.status != http.StatusOK || !strings.Contains(string(page.body), `action="/ui/login"`) || strings.Contains(string(page.body), `action="/ui/revoke"`) {
+		t.Fatalf("the open page: %d\n%s", page.status, page.body)
+	}
+	// Without a session there is no form token, so no revoke.
+	if a := e.form(t, "/ui/revoke", url.Values{"name": {"stuck"}, "token": {g.Token.String()}}); a.status != http.StatusForbidden {
+		t.Errorf("a revoke without signing in: %d", a.status)
+	}
+	e.login(t, uiAdminToken)
+	page = e.page(t)
+	a := e.form(t, "/ui/revoke", url.Values{"name": {"stuck"}, "token": {g.Token.String()}, "csrf": {formToken(t, page.body)}})
+	if a.status != http.StatusSeeOther {
+		t.Fatalf("the admin's revoke: %d %s", a.status, a.body)
+	}
+	if _, err := e.store.Get(t.Context(), "stuck"); !errors.Is(err, lease.ErrNotFound) {
+		t.Errorf("after the revoke: %v", err)
+	}
+}
