@@ -352,3 +352,34 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 var _ httpapi.WaitCounter = (*sqlite.Store)(nil)
+
+// TestUITLS: over TLS the session cookie is Secure, and the page's own
+// origin is its https:// one (the http:// one is refused).
+func TestUITLS(t *testing.T) {
+	st := mustOpenStore(t, leasetest.NewClock())
+	ts := httptest.NewTLSServer(httpapi.NewServer(st, httpapi.WithAuthToken(uiAPIToken)))
+	defer ts.Close()
+	c := ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	login := func(origin string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, ts.URL+"/ui/login", strings.NewReader(url.Values{"token": {uiAPIToken}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := login(strings.Replace(ts.URL, "https:", "http:", 1)); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("sign in from the http:// origin: %d", resp.StatusCode)
+	}
+	resp := login(ts.URL)
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Set-Cookie"), "; Secure") {
+		t.Errorf("sign in over TLS: %d, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
+	}
+}
