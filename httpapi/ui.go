@@ -156,7 +156,8 @@ func (s *Server) uiForm(h handler) handler {
 			return s.uiMessage(w, r, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error())
 		}
 		if err := r.ParseForm(); err != nil {
-			return s.uiMessage(w, r, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error())
+			// Not err's text: it can quote the body, a token included.
+			return s.uiMessage(w, r, http.StatusBadRequest, "Bad request", "The form is not valid application/x-www-form-urlencoded.")
 		}
 		return h(w, r)
 	}

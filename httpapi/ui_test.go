@@ -383,3 +383,18 @@ func TestUITLS(t *testing.T) {
 		t.Errorf("sign in over TLS: %d, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
 	}
 }
+
+// TestUIBadForms: a form that cannot be read is a 400 that quotes nothing
+// of it, and a body over 8 KiB is refused.
+func TestUIBadForms(t *testing.T) {
+	e := newUIEnv(t, httpapi.WithAuthToken(uiAPIToken))
+	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	a := e.do(t, http.MethodPost, "/ui/login", "token=secret%zzpart", h)
+	if a.status != http.StatusBadRequest || strings.Contains(string(a.body), "zz") || a.header.Get("Set-Cookie") != "" {
+		t.Errorf("a bad escape: %d\n%s", a.status, a.body)
+	}
+	a = e.do(t, http.MethodPost, "/ui/login", "token="+strings.Repeat("x", 9<<10), h)
+	if a.status != http.StatusBadRequest || a.header.Get("Set-Cookie") != "" {
+		t.Errorf("a 9 KiB form: %d\n%s", a.status, a.body)
+	}
+}
