@@ -50,8 +50,23 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	chart := fs.String("chart", "", "write an SVG chart of grants/s against clients to `file`")
 	procs := fs.String("procs", "", "instead: many processes on one file, for each `N` of a comma list: N processes taking turns on one name against N goroutines of one process, and the CPU of N idle waiting processes (embedded only)")
 	hold := fs.Duration("hold", 2*time.Millisecond, "with -procs: how long each grant is held")
+	historyCost := fs.Int("history-cost", 0, "instead: the grant history's cost, `R` rounds alternating two temporary files, history off and on (embedded only)")
 	if err := parse(fs, args, false); err != nil {
 		return err
+	}
+	if *historyCost != 0 {
+		clients, err := parseClients(*clientsFlag)
+		if err != nil {
+			return err
+		}
+		workloads, err := parseWorkloads(*names)
+		if err != nil {
+			return err
+		}
+		if *server != "" || *db != "" || *procs != "" || *historyCost < 1 || *historyCost > 100 || *d <= 0 || *d > maxBenchDuration {
+			return usagef("bench: -history-cost R (1 to 100 rounds) measures two temporary files: it excludes -server, -db and -procs")
+		}
+		return runBenchHistory(ctx, e, *historyCost, clients, workloads, *d)
 	}
 	if *procs != "" {
 		counts, err := parseClients(*procs)

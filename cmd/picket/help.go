@@ -28,6 +28,7 @@ Usage:
   picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
   picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F]] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
                  [-procs 2,5,10,20 [-hold 2ms]]   (many processes on one file against goroutines of one)
+                 [-history-cost R]   (R rounds alternating two files, grant history off and on: its cost)
   picket revoke  NAME [-reason R] [-by WHO] [-token T] [-db F | -server URL -admin-token-file F | -etcd URLS]
                  (ends the lease; its holder's next renew says "revoked"; over -server, the server's admin token)
   picket history [-name N] [-since 1h|RFC3339] [-limit N] [-json] [-db F | -server URL | -etcd URLS]

@@ -36,7 +36,8 @@ type batch struct {
 	// anyone is told (queue.go: lightBatch).
 	durable bool
 
-	recorded int // events written to the history (history.go)
+	events   []event // the history's events, written before COMMIT (history.go)
+	recorded int     // how many were written
 }
 
 // execBatch runs ops in one immediate transaction and commits it. An op's
@@ -112,6 +113,9 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		}
 	}
 	b.durable = b.durable || b.counter != start
+	if err := b.writeHistory(); err != nil { // history.go
+		return nil, nil, err
+	}
 	w.hook("before-commit")
 	if _, err := w.commit.ExecContext(ctx); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +54,22 @@ type historyState struct {
 
 // historyStmts are the writer's prepared statements of the history.
 type historyStmts struct {
-	add, prune, pruneRevoked, revoked, markRevoked *sql.Stmt
+	add, bounds, firstYoung, prune     *sql.Stmt
+	pruneRevoked, revoked, markRevoked *sql.Stmt
+
+	buf []byte // the writer's buffer for a row's events
+}
+
+// rowEvents is the most events one history row holds.
+const rowEvents = 1024
+
+// event is one row of the history, as a batch collects it.
+type event struct {
+	at                       int64 // wall clock, Unix nanoseconds
+	kind                     lease.EventKind
+	name                     string
+	tok                      token.Token
+	owner, reason, revokedBy string
 }
 
 func (w *writer) prepareHistory(ctx context.Context) error {
@@ -61,10 +77,15 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 		stmt  **sql.Stmt
 		query string
 	}{
-		{&w.h.add, `INSERT INTO history (at, kind, name, token, owner, reason, revoked_by) VALUES (?, ?, ?, ?, ?, ?, ?)`},
-		{&w.h.prune, `DELETE FROM history WHERE seq IN (SELECT seq FROM history
-			WHERE seq <= (SELECT max(seq) FROM history) - ?1 OR (at < ?2 AND seq < (SELECT max(seq) FROM history))
-			ORDER BY seq LIMIT ?3)`},
+		// Every query of the prune is a rowid lookup or a range of it, but
+		// firstYoung, which reads the old events from the oldest until the
+		// first young one: a prune costs what it deletes, not the table.
+		// A row's seq follows the last row's events: two rowid lookups.
+		{&w.h.add, `INSERT INTO history (seq, at, n, events) VALUES (
+			coalesce((SELECT seq + n FROM history WHERE seq = (SELECT max(seq) FROM history)), 1), ?, ?, ?)`},
+		{&w.h.bounds, `SELECT (SELECT min(seq) FROM history), (SELECT seq + n - 1 FROM history WHERE seq = (SELECT max(seq) FROM history))`},
+		{&w.h.firstYoung, `SELECT seq FROM history WHERE at >= ? ORDER BY seq LIMIT 1`},
+		{&w.h.prune, `DELETE FROM history WHERE seq BETWEEN ? AND ?`},
 		{&w.h.pruneRevoked, `DELETE FROM revoked WHERE at < ?`},
 		{&w.h.revoked, `SELECT reason, revoked_by, at FROM revoked WHERE name = ? AND token = ?`},
 		{&w.h.markRevoked, `INSERT INTO revoked (name, token, reason, revoked_by, at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -81,7 +102,7 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 
 func (w *writer) closeHistory() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.h.add, w.h.prune, w.h.pruneRevoked, w.h.revoked, w.h.markRevoked} {
+	for _, st := range append([]*sql.Stmt{w.h.add}, w.h.bounds, w.h.firstYoung, w.h.prune, w.h.pruneRevoked, w.h.revoked, w.h.markRevoked) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -89,8 +110,9 @@ func (w *writer) closeHistory() error {
 	return errors.Join(errs...)
 }
 
-// record writes one event in the batch's transaction, at the batch's wall
-// time (at, if not zero). Nothing with the history off.
+// record adds one event to the batch's, at the batch's wall time (at, if
+// not zero); writeHistory writes them in the batch's transaction, before
+// its COMMIT. Nothing with the history off.
 func (b *batch) record(kind lease.EventKind, name string, tok token.Token, owner, reason, by string, at time.Time) error {
 	if b.s.history.max == 0 {
 		return nil
@@ -98,10 +120,32 @@ func (b *batch) record(kind lease.EventKind, name string, tok token.Token, owner
 	if at.IsZero() {
 		at = b.wall
 	}
-	if _, err := b.s.w.h.add.ExecContext(b.ctx, at.UnixNano(), string(kind), name, int64(tok), owner, reason, by); err != nil {
-		return fmt.Errorf("record %s of %q: %w", kind, name, err)
+	b.events = append(b.events, event{at.UnixNano(), kind, name, tok, owner, reason, by})
+	return nil
+}
+
+// writeHistory writes the batch's events, in their order, as one row (a
+// row per rowEvents): part of the batch's transaction, so an event is
+// committed exactly when the change it records is, and one statement per
+// batch however many events it made.
+func (b *batch) writeHistory() error {
+	for evs := b.events; len(evs) > 0; {
+		n := min(len(evs), rowEvents)
+		at := b.wall.UnixNano()
+		for _, e := range evs[:n] {
+			at = max(at, e.at)
+		}
+		buf := b.s.w.h.buf[:0]
+		for _, e := range evs[:n] {
+			buf = appendEvent(buf, at, e)
+		}
+		b.s.w.h.buf = buf
+		if _, err := b.s.w.h.add.ExecContext(b.ctx, at, n, buf); err != nil {
+			return fmt.Errorf("write %d events of history: %w", n, err)
+		}
+		evs = evs[n:]
 	}
-	b.recorded++
+	b.recorded += len(b.events)
 	return nil
 }
 
@@ -128,17 +172,51 @@ func (s *Store) historyCommitted(b *batch) {
 	}
 }
 
-// prune deletes the oldest events past the retention, at most pruneChunk,
-// and the revocations older than a day; res.n is how many events went and
-// res.next is non-empty when there may be more.
+// prune deletes the oldest events past the retention, at most pruneChunk
+// (one rowid range), and the revocations older than a day; res.n is how
+// many events went and res.next is non-empty when there are more to go.
+// The newest event always stays, so that seq (the rowid) keeps rising.
 func (b *batch) prune(o *op) (result, error) {
 	h := b.s.history
-	keep := int64(h.max)
-	cutoff := int64(-1 << 63)
-	if h.age > 0 {
-		cutoff = b.wall.Add(-h.age).UnixNano()
+	if _, err := b.s.w.h.pruneRevoked.ExecContext(b.ctx, b.wall.Add(-lease.MaxTTL).UnixNano()); err != nil {
+		return result{}, fmt.Errorf("prune revocations: %w", err)
 	}
-	res, err := b.s.w.h.prune.ExecContext(b.ctx, keep, cutoff, pruneChunk)
+	var lo, hi sql.NullInt64
+	if err := b.s.w.h.bounds.QueryRowContext(b.ctx).Scan(&lo, &hi); err != nil {
+		return result{}, fmt.Errorf("prune history: %w", err)
+	}
+	if !hi.Valid {
+		return result{}, nil
+	}
+	// Rows whose first event is at or below upto go (a row of up to
+	// rowEvents events straddling it too: the history keeps at most
+	// maxEvents).
+	upto := hi.Int64 - int64(max(h.max, 1)) // with the history off, all but the newest
+	if h.age > 0 {
+		var young int64
+		err := b.s.w.h.firstYoung.QueryRowContext(b.ctx, b.wall.Add(-h.age).UnixNano()).Scan(&young)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			upto = hi.Int64 - 1 // every row old: all but the newest event's row
+		case err != nil:
+			return result{}, fmt.Errorf("prune history: %w", err)
+		default:
+			upto = max(upto, young-1)
+		}
+	}
+	if upto < lo.Int64 {
+		return result{}, nil
+	}
+	end := min(upto, lo.Int64+pruneChunk-1)
+	var last int64 // the newest row is never deleted
+	if err := b.s.w.conn.QueryRowContext(b.ctx, "SELECT max(seq) FROM history").Scan(&last); err != nil {
+		return result{}, fmt.Errorf("prune history: %w", err)
+	}
+	end = min(end, last-1)
+	if end < lo.Int64 {
+		return result{}, nil
+	}
+	res, err := b.s.w.h.prune.ExecContext(b.ctx, lo.Int64, end)
 	if err != nil {
 		return result{}, fmt.Errorf("prune history: %w", err)
 	}
@@ -146,11 +224,8 @@ func (b *batch) prune(o *op) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("prune history: %w", err)
 	}
-	if _, err := b.s.w.h.pruneRevoked.ExecContext(b.ctx, b.wall.Add(-lease.MaxTTL).UnixNano()); err != nil {
-		return result{}, fmt.Errorf("prune revocations: %w", err)
-	}
 	out := result{n: int(n)}
-	if n == pruneChunk {
+	if end < upto {
 		out.next = "more"
 	}
 	return out, nil
@@ -191,30 +266,26 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 	}
 	var q strings.Builder
 	var args []any
-	q.WriteString("SELECT seq, at, kind, name, token, owner, reason, revoked_by FROM history WHERE 1")
-	if req.Name != "" {
-		q.WriteString(" AND name = ?")
-		args = append(args, req.Name)
-	}
+	q.WriteString("SELECT seq, at, n, events FROM history WHERE 1")
 	if !req.Since.IsZero() {
+		// No event of a row is later than its at.
 		q.WriteString(" AND at >= ?")
 		args = append(args, req.Since.UnixNano())
 	}
-	order := " ORDER BY seq"
 	if req.After != 0 {
 		if req.Newest {
 			q.WriteString(" AND seq < ?")
 		} else {
-			q.WriteString(" AND seq > ?")
+			q.WriteString(" AND seq + n > ?")
 		}
 		args = append(args, int64(req.After))
 	}
+	order := " ORDER BY seq"
 	if req.Newest {
 		order += " DESC"
 	}
+	q.WriteString(order)
 	limit := req.PageLimit()
-	q.WriteString(order + " LIMIT ?")
-	args = append(args, limit+1)
 	page := lease.HistoryPage{Events: []lease.Event{}}
 	err := s.read(ctx, "history", func() error {
 		page.Events = page.Events[:0]
@@ -223,15 +294,26 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var e lease.Event
-			var seq, at, tok int64
-			var kind string
-			if err := rows.Scan(&seq, &at, &kind, &e.Name, &tok, &e.Owner, &e.Reason, &e.By); err != nil {
+		for rows.Next() && len(page.Events) <= limit {
+			var seq, at int64
+			var n int
+			var blob []byte
+			if err := rows.Scan(&seq, &at, &n, &blob); err != nil {
 				return err
 			}
-			e.Seq, e.Time, e.Kind, e.Token = uint64(seq), time.Unix(0, at).UTC(), lease.EventKind(kind), token.Token(tok)
-			page.Events = append(page.Events, e)
+			evs, err := decodeEvents(seq, at, n, blob)
+			if err != nil {
+				return err
+			}
+			if req.Newest {
+				slices.Reverse(evs)
+			}
+			for _, e := range evs {
+				if req.After != 0 && (!req.Newest && e.Seq <= req.After || req.Newest && e.Seq >= req.After) || !req.Match(e) {
+					continue
+				}
+				page.Events = append(page.Events, e)
+			}
 		}
 		return rows.Err()
 	})
@@ -245,17 +327,16 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 	return page, nil
 }
 
-// recordRow records an event of the lease row on name with tok, read from
-// the row itself (its owner), before the batch deletes it.
+// recordRow records an event of the lease row on name with tok, its owner
+// read from the row itself, before the batch deletes it.
 func (b *batch) recordRow(kind lease.EventKind, name string, tok token.Token, reason string) error {
 	if b.s.history.max == 0 {
 		return nil
 	}
-	if _, err := b.s.w.conn.ExecContext(b.ctx, `INSERT INTO history (at, kind, name, token, owner, reason, revoked_by)
-		SELECT ?, ?, name, token, owner, ?, '' FROM leases WHERE name = ? AND token = ?`,
-		b.wall.UnixNano(), string(kind), reason, name, int64(tok)); err != nil {
+	var owner string
+	err := b.s.w.conn.QueryRowContext(b.ctx, "SELECT owner FROM leases WHERE name = ? AND token = ?", name, int64(tok)).Scan(&owner)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("record %s of %q: %w", kind, name, err)
 	}
-	b.recorded++
-	return nil
+	return b.record(kind, name, tok, owner, reason, "", time.Time{})
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/sqlite"
+)
+
+// runBenchHistory is "picket bench -history-cost R": the cost of the grant
+// history on the grant path, in one run that alternates two temporary
+// files, one with the history off and one with it on (the default
+// retention), R rounds of every step on each, the order of the two
+// switched every round so that neither always runs on a warmer or quieter
+// machine. It prints each step's grants/s and the ratio on/off of the
+// grants summed over the rounds.
+func runBenchHistory(ctx context.Context, e *env, rounds int, clients []int, workloads []string, d time.Duration) error {
+	dir, err := os.MkdirTemp("", "picket-bench-history-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	open := func(name string, opts ...sqlite.Option) (*sqlite.Store, error) {
+		return sqlite.Open(filepath.Join(dir, name), opts...)
+	}
+	off, err := open("off.db", sqlite.WithHistory(0, 0))
+	if err != nil {
+		return err
+	}
+	defer off.Close()
+	on, err := open("on.db", sqlite.WithHistory(lease.DefaultHistoryMaxEvents, lease.DefaultHistoryMaxAge))
+	if err != nil {
+		return err
+	}
+	defer on.Close()
+	type key struct {
+		names   string
+		clients int
+		history bool
+	}
+	grants := map[key]int64{}
+	elapsed := map[key]time.Duration{}
+	steps := 2 * rounds * len(clients) * len(workloads)
+	fmt.Fprintf(e.stderr, "picket bench -history-cost: two temporary files in %s, history off and on, alternating; %d steps of %v (about %v)\n",
+		dir, steps, d, time.Duration(steps)*d)
+	step := 0
+	start := time.Now()
+	for r := range rounds {
+		order := []bool{false, true}
+		if r%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, w := range workloads {
+			for _, c := range clients {
+				for _, hist := range order {
+					st := lease.Store(off)
+					if hist {
+						st = on
+					}
+					rows, err := benchmarks.Run(ctx, benchmarks.Config{Store: st, Clients: []int{c}, Workloads: []string{w}, Duration: d})
+					if err != nil {
+						return err
+					}
+					step++
+					for _, row := range rows {
+						k := key{row.Names, row.Clients, hist}
+						grants[k] += row.Grants
+						elapsed[k] += row.Elapsed
+						fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d round %d history %s: %s\n", time.Since(start).Seconds(), step, steps, r+1,
+							map[bool]string{false: "off", true: "on"}[hist], progressLine(row))
+					}
+				}
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NAMES\tCLIENTS\tOFF GRANTS/S\tON GRANTS/S\tON/OFF\t")
+	var sumOff, sumOn float64
+	for _, w := range workloads {
+		for _, c := range clients {
+			kOff, kOn := key{w, c, false}, key{w, c, true}
+			rOff := float64(grants[kOff]) / elapsed[kOff].Seconds()
+			rOn := float64(grants[kOn]) / elapsed[kOn].Seconds()
+			sumOff, sumOn = sumOff+rOff, sumOn+rOn
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.3f\t\n", w, c, rOff, rOn, rOn/rOff)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "history on / off, all steps: %.3f (the target is at least 0.90)\n", sumOn/sumOff)
+	return err
+}
