@@ -41,6 +41,7 @@
 //	DELETE /v1/kv/{key}       Fencing-Token header → {"key", "token", "deleted": true}; the token stays
 //	GET    /healthz           → {"status": "ok"}, or 503 with the reason the store cannot grant
 //	GET    /metrics           → Prometheus text format
+//	GET    /ui                → the status page for people, HTML (ui.go; its own sign-in, ui_session.go)
 //
 // grant = {"name", "holder", "owner", "token", "ttl_ms", "expires_at"} with
 // expires_at in RFC 3339, UTC; info is a grant without the holder, the secret
@@ -55,7 +56,9 @@
 // application/json (415), a request with an Origin header is 403 unless
 // allowed (WithAllowedOrigins), and one that arrived on loopback must name
 // loopback in its Host header (403 unless allowed, WithAllowedHosts: DNS
-// rebinding).
+// rebinding). The status page's own origin may post to /ui paths only, where
+// every change also needs a session cookie (SameSite=Strict) and its form
+// token, and a revoke an admin session.
 //
 // Bodies are limited to MaxBodyBytes (413 too_large); a JSON body is exactly
 // one object whose member names match exactly, each once, nothing unknown,

@@ -30,6 +30,11 @@ import (
 // what the server was told to listen on: a server bound to 127.0.0.1 checks
 // every request, and one bound to 0.0.0.0 checks those that come in over
 // loopback, which is where a local browser's rebound requests come from.
+//
+// The status page under /ui is a web page: its own form posts carry its own
+// origin, which the Origin check lets in for /ui paths only (uiSameOrigin);
+// every other origin is refused there as on /v1/. The Host check is the
+// same for the page, so a rebound name cannot reach it either.
 
 // ErrForbidden: the request came from a web page (an Origin header) or named
 // a foreign host on a loopback connection.
@@ -72,7 +77,7 @@ func (s *Server) guard(r *http.Request) error {
 		if len(origin) > 0 {
 			o = origin[0]
 		}
-		if !s.originAllowed(o) {
+		if !s.originAllowed(o) && !uiSameOrigin(r, o) {
 			return fmt.Errorf("%w: requests from web pages (Origin %q) are refused; allow the origin with -allow-origin", ErrForbidden, o)
 		}
 	}
@@ -143,4 +148,19 @@ func checkJSON(r *http.Request) error {
 		return fmt.Errorf("%w: POST bodies must be Content-Type: application/json, not %q", ErrUnsupportedMediaType, ct)
 	}
 	return nil
+}
+
+// uiSameOrigin reports whether r is for the status page (/ui and below) and
+// o, its Origin header, is the page's own: the scheme r came in with and its
+// Host. Under DNS rebinding Host and Origin agree too, which is why the Host
+// check (hostAllowed) still runs after this one.
+func uiSameOrigin(r *http.Request, o string) bool {
+	if r.URL.Path != "/ui" && !strings.HasPrefix(r.URL.Path, "/ui/") {
+		return false
+	}
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return r.Host != "" && strings.EqualFold(o, scheme+r.Host)
 }

@@ -25,6 +25,7 @@ const (
 	opHealth   = "healthz"
 	opRevoke   = "revoke"
 	opHistory  = "history"
+	opUI       = "ui"    // the status page (ui.go)
 	opOther    = "other" // unknown routes and methods
 )
 

@@ -44,6 +44,9 @@ type Server struct {
 	bodyTimeout time.Duration // to receive a body
 
 	origins, hosts []string // allowed Origin and Host values, lowercased
+
+	ui   *uiKeys // the status page's session key (ui_session.go)
+	noUI bool    // WithStatusPage(false)
 }
 
 // HealthChecker is implemented by stores that can say whether they answer
@@ -89,7 +92,8 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // routes registers every route. Every pattern registered with s.route needs
 // the bearer token when the server has one; s.open ones (/healthz, /metrics)
-// never do (nor /openapi.yaml), and everything else, unknown paths included, does. The
+// never do (nor /openapi.yaml), the status page under /ui has its own sign-in
+// (ui_session.go), and everything else, unknown paths included, does. The
 // method-less patterns answer 405 for the methods a path does not take and
 // 404 elsewhere, so that ServeMux never answers with its plain-text pages or
 // redirects: every answer is JSON but raw KV values and /metrics.
@@ -121,6 +125,9 @@ func (s *Server) routes() {
 	s.open("/healthz", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/metrics", opOther, notAllowed(http.MethodGet, http.MethodHead))
 	s.open("/openapi.yaml", opOther, notAllowed(http.MethodGet, http.MethodHead))
+	if !s.noUI {
+		s.uiRoutes() // the status page, behind its own sign-in (ui.go)
+	}
 	s.route("/", opOther, notFound)
 }
 

@@ -14,6 +14,7 @@ Usage:
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
+                 [-ui]   (the status page at /ui, behind the same token: on by default, -ui=false turns it off)
                  [-tls-cert F -tls-key F [-tls-client-ca F]]   (HTTPS; the pair reloaded when
                  its files change or on SIGHUP; -tls-client-ca: only clients with a certificate)
   picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3]

@@ -61,6 +61,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	maxKVBytes := fs.Int64("max-kv-bytes", 0, "refuse (507) a fenced write that takes keys and values beyond this many `bytes` (0: no bound)")
 	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
 	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
+	statusPage := fs.Bool("ui", true, "serve the status page at /ui (sign in with the -auth-token-file token, or -admin-token-file's to revoke)")
 	debugAddr := fs.String("debug-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback `address` (off by default)")
 	var tlsF serveTLSFlags // -tls-cert, -tls-key, -tls-client-ca (tls.go)
 	tlsF.register(fs)
@@ -170,7 +171,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	serverOpts = append(serverOpts, httpapi.WithLogger(logger), httpapi.WithMetrics(metrics), httpapi.WithKV(store),
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
-		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...))
+		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...),
+		httpapi.WithStatusPage(*statusPage))
 	switch st := store.(type) {
 	case *sqlite.Store:
 		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
@@ -196,6 +198,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	level.Info(logger).Log(append(append([]any{"msg", "serving", "addr", ln.Addr().String()}, where...), "auth", *authFile != "", "tls", tlsF.mode())...)
+	if *statusPage {
+		scheme := "http"
+		if tlsConfig != nil {
+			scheme = "https"
+		}
+		level.Info(logger).Log("msg", "status page", "url", scheme+"://"+ln.Addr().String()+"/ui")
+	}
 	notify(logger, daemon.SdNotifyReady)
 
 	served.Store(srv)
