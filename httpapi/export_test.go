@@ -16,10 +16,6 @@ var (
 	DecodeRelease = decodeRelease
 )
 
-// SlotBeforeBody makes s take a request's in-flight slot before reading its
-// body, as it did before: the control of the slow-body test.
-func SlotBeforeBody(s *Server) { s.slotFirst = true }
-
 // DecodeAcquireBody and the others decode a body read in full, as the
 // server does: through the fast path (fastjson.go) when it applies, where
 // DecodeAcquire on a plain reader always takes encoding/json's.

@@ -43,8 +43,6 @@ type Server struct {
 	bodyTimeout time.Duration // to receive a body
 
 	origins, hosts []string // allowed Origin and Host values, lowercased
-
-	slotFirst bool // take the in-flight slot before reading the body: the old, wrong order (tests' controls)
 }
 
 // HealthChecker is implemented by stores that can say whether they answer
@@ -163,14 +161,6 @@ func (s *Server) route(pattern, op string, h handler) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
 			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
 		}
-		if s.slotFirst { // the old order, for a test's control only
-			var release func()
-			var ok bool
-			if r, release, ok = s.admit.admitRequest(r); !ok {
-				return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
-			}
-			defer release()
-		}
 		if takesBody {
 			if method == http.MethodPost {
 				if err := checkJSON(r); err != nil {
@@ -189,14 +179,11 @@ func (s *Server) route(pattern, op string, h handler) {
 			}
 			defer s.lists.give()
 		}
-		if !s.slotFirst {
-			var release func()
-			var ok bool
-			if r, release, ok = s.admit.admitRequest(r); !ok {
-				return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
-			}
-			defer release()
+		r, release, ok := s.admit.admitRequest(r)
+		if !ok {
+			return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
 		}
+		defer release()
 		return h(w, r)
 	}))
 }

@@ -20,9 +20,9 @@ import (
 // acquires and releases 20 times: every call succeeds, because a request
 // takes its in-flight slot only once its body is in. Every slow connection
 // is answered 400 and closed by the body timeout, long before the 30 s read
-// timeout. The control is the old order (the slot taken before the body,
-// SlotBeforeBody): the slow bodies hold every slot and the well-behaved
-// client is refused with 429.
+// timeout. Its control is the mutant slot-before-body (testdata/controls/:
+// the old order, the slot taken before the body): the slow bodies hold
+// every slot and the well-behaved client is refused with 429.
 func TestSlowBodies(t *testing.T) {
 	const (
 		slow        = 64
@@ -30,78 +30,59 @@ func TestSlowBodies(t *testing.T) {
 		bodyTimeout = 1500 * time.Millisecond
 		window      = 5 * time.Second // a slow client gives up after this
 	)
-	for _, tc := range []struct {
-		name    string
-		control bool
-	}{
-		{"slot after the body", false},
-		{"control: slot before the body", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, httpapi.WithMaxInFlight(inFlight), httpapi.WithBodyTimeout(bodyTimeout))
-			if tc.control {
-				httpapi.SlotBeforeBody(e.srv)
-			}
-			addr := serveOn(t, e.srv, nil) // NewHTTPServer's defaults: 30 s ReadTimeout
-			e.url = "http://" + addr
-			e.hc = &http.Client{}
+	e := newEnv(t, httpapi.WithMaxInFlight(inFlight), httpapi.WithBodyTimeout(bodyTimeout))
+	addr := serveOn(t, e.srv, nil) // NewHTTPServer's defaults: 30 s ReadTimeout
+	e.url = "http://" + addr
+	e.hc = &http.Client{}
 
-			c := slowClient{
-				head: "POST /v1/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n",
-				tail: `{"name":"` + strings.Repeat("a", 4096),
-				gap:  50 * time.Millisecond,
-			}
-			results := make(chan slowResult, slow)
-			var wg sync.WaitGroup
-			for range slow {
-				wg.Go(func() { results <- c.run(t, addr, window) })
-			}
-			time.Sleep(300 * time.Millisecond) // let them all send their headers
+	c := slowClient{
+		head: "POST /v1/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n",
+		tail: `{"name":"` + strings.Repeat("a", 4096),
+		gap:  50 * time.Millisecond,
+	}
+	results := make(chan slowResult, slow)
+	var wg sync.WaitGroup
+	for range slow {
+		wg.Go(func() { results <- c.run(t, addr, window) })
+	}
+	time.Sleep(300 * time.Millisecond) // let them all send their headers
 
-			client := e.client(t)
-			var refused, failed int
-			for i := range 20 {
-				name := fmt.Sprint("good/", i)
-				g, err := client.Acquire(t.Context(), lease.AcquireRequest{Name: name, Holder: "h", TTL: time.Minute})
-				if err == nil {
-					err = client.Release(t.Context(), name, "h", g.Token)
-				}
-				switch {
-				case err == nil:
-				case errors.Is(err, httpapi.ErrTooManyRequests):
-					refused++
-				default:
-					failed++
-					t.Errorf("well-behaved call %d: %v", i, err)
-				}
-			}
-			wg.Wait()
-			close(results)
-			var cut int
-			var latest time.Duration
-			for r := range results {
-				if r.closed && strings.HasPrefix(r.answer, "HTTP/1.1 400") {
-					cut++
-					latest = max(latest, r.after)
-				}
-			}
-			t.Logf("well-behaved calls: %d refused 429, %d failed; %d of %d slow bodies cut with 400, the last after %v",
-				refused, failed, cut, slow, latest.Round(time.Millisecond))
-			if tc.control {
-				if refused == 0 {
-					t.Errorf("with the slot taken before the body, no well-behaved call was refused: the test cannot tell")
-				}
-				return
-			}
-			if refused > 0 {
-				t.Errorf("%d of 20 well-behaved calls were refused 429 beside %d slow bodies", refused, slow)
-			}
-			if cut != slow {
-				t.Errorf("%d of %d slow bodies were cut off with 400 within %v", cut, slow, window)
-			}
-			if latest >= window {
-				t.Errorf("the last slow body was cut after %v, not by the %v body timeout", latest, bodyTimeout)
-			}
-		})
+	client := e.client(t)
+	var refused, failed int
+	for i := range 20 {
+		name := fmt.Sprint("good/", i)
+		g, err := client.Acquire(t.Context(), lease.AcquireRequest{Name: name, Holder: "h", TTL: time.Minute})
+		if err == nil {
+			err = client.Release(t.Context(), name, "h", g.Token)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, httpapi.ErrTooManyRequests):
+			refused++
+		default:
+			failed++
+			t.Errorf("well-behaved call %d: %v", i, err)
+		}
+	}
+	wg.Wait()
+	close(results)
+	var cut int
+	var latest time.Duration
+	for r := range results {
+		if r.closed && strings.HasPrefix(r.answer, "HTTP/1.1 400") {
+			cut++
+			latest = max(latest, r.after)
+		}
+	}
+	t.Logf("well-behaved calls: %d refused 429, %d failed; %d of %d slow bodies cut with 400, the last after %v",
+		refused, failed, cut, slow, latest.Round(time.Millisecond))
+	if refused > 0 {
+		t.Errorf("%d of 20 well-behaved calls were refused 429 beside %d slow bodies", refused, slow)
+	}
+	if cut != slow {
+		t.Errorf("%d of %d slow bodies were cut off with 400 within %v", cut, slow, window)
+	}
+	if latest >= window {
+		t.Errorf("the last slow body was cut after %v, not by the %v body timeout", latest, bodyTimeout)
 	}
 }

@@ -20,10 +20,3 @@ type goClock struct{ start time.Time }
 func (c goClock) Now() time.Duration { return time.Hour + time.Since(c.start) }
 func (c goClock) Epoch() string      { return "" }
 func (c goClock) Wall() time.Time    { return time.Now().UTC() }
-
-// KeepDeadlineOnUnknown makes the Manager's leases keep their local
-// deadline after a renewal whose outcome is unknown: the old rule, for the
-// controls of the unknown-outcome tests.
-func KeepDeadlineOnUnknown() ManagerOption {
-	return func(m *Manager) { m.keepOnUnknown = true }
-}

@@ -21,12 +21,9 @@ type Lease struct {
 	margin func(time.Duration) time.Duration
 	clock  Clock  // measures the local deadline; counts suspend (see WithClock)
 	epoch  string // clock's epoch when the acquire was sent
-	// keepOnUnknown: keep the deadline after a renewal of unknown outcome
-	// (the old, unsafe rule); set only by the tests' control.
-	keepOnUnknown bool
-	name          string
-	holder        string
-	token         token.Token
+	name   string
+	holder string
+	token  token.Token
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -61,14 +58,12 @@ func (m *Manager) newLease(ctx context.Context, g Grant, req AcquireRequest, epo
 		margin: m.marginFor,
 		clock:  m.clock,
 		epoch:  epoch,
-
-		keepOnUnknown: m.keepOnUnknown,
-		name:          req.Name,
-		holder:        req.Holder,
-		token:         g.Token,
-		ctx:           lctx,
-		cancel:        cancel,
-		grant:         g,
+		name:   req.Name,
+		holder: req.Holder,
+		token:  g.Token,
+		ctx:    lctx,
+		cancel: cancel,
+		grant:  g,
 	}
 	l.grant.Name, l.grant.Holder = req.Name, req.Holder
 	l.mu.Lock()

@@ -26,8 +26,6 @@ type Manager struct {
 	clock      Clock
 	minBackoff time.Duration
 	maxBackoff time.Duration
-
-	keepOnUnknown bool // the old renew rule, for the tests' control only (export_test.go)
 }
 
 // NewManager returns a Manager over store.

@@ -55,8 +55,6 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 			l.end(err)
 		case errors.Is(err, ErrInvalid):
 			// Refused: nothing was written.
-		case l.keepOnUnknown:
-			// The old rule, kept only for the tests' control.
 		default:
 			l.mu.Lock()
 			l.capDeadline(sent, ttl)

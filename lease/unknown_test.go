@@ -16,8 +16,8 @@ import (
 // on it may have been committed, so it leaves the local deadline at the
 // earliest any outcome allows: min(old deadline, sentAt + TTL - margin).
 // A refusal (ErrInvalid) changes nothing; ErrLost ends the lease. The
-// control, the old rule (keep the deadline), is caught on every unknown
-// outcome that shortens the TTL.
+// mutant keep-deadline-on-unknown (testdata/controls/), the old rule (keep
+// the deadline), is caught on every unknown outcome that shortens the TTL.
 func TestRenewUnknownOutcome(t *testing.T) {
 	const (
 		leaseTTL = 30 * time.Second
@@ -57,53 +57,33 @@ func TestRenewUnknownOutcome(t *testing.T) {
 			want want
 		}{"unknown, " + u.name, time.Second, u.err, want{left: 900 * time.Millisecond}})
 	}
-	for _, control := range []bool{false, true} {
-		for _, tc := range tests {
-			name := tc.name
-			if control {
-				name = "control/" + name
-			}
-			t.Run(name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					st := newSpy()
-					st.renewErr = func(int) error { return tc.err }
-					var opts []lease.ManagerOption
-					if control {
-						opts = append(opts, lease.KeepDeadlineOnUnknown())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newSpy()
+				st.renewErr = func(int) error { return tc.err }
+				l := acquire(t, st, "unknown/a", leaseTTL)
+				defer l.Release(context.Background())
+				time.Sleep(elapsed)
+				if err := l.Renew(t.Context(), tc.ttl); !errors.Is(err, tc.err) {
+					t.Fatalf("Renew = %v, want %v", err, tc.err)
+				}
+				left := time.Until(l.Deadline())
+				if l.Err() != nil {
+					left = 0
+				}
+				if left != tc.want.left || (tc.want.cause != nil && !errors.Is(l.Err(), tc.want.cause)) {
+					t.Errorf("after Renew(%v) failed with %v: %v left (Err %v); want %v (cause %v)",
+						tc.ttl, tc.err, left, l.Err(), tc.want.left, tc.want.cause)
+				}
+				if left > 0 {
+					time.Sleep(left)
+					synctest.Wait()
+					if !errors.Is(l.Context().Err(), context.Canceled) {
+						t.Errorf("context not ended at the local deadline")
 					}
-					l := acquire(t, st, "unknown/a", leaseTTL, opts...)
-					defer l.Release(context.Background())
-					time.Sleep(elapsed)
-					if err := l.Renew(t.Context(), tc.ttl); !errors.Is(err, tc.err) {
-						t.Fatalf("Renew = %v, want %v", err, tc.err)
-					}
-					left := time.Until(l.Deadline())
-					if l.Err() != nil {
-						left = 0
-					}
-					ok := left == tc.want.left && (tc.want.cause == nil || errors.Is(l.Err(), tc.want.cause))
-					shortens := tc.want.left < leaseTTL*9/10-elapsed && tc.want.cause == nil
-					switch {
-					case control && shortens:
-						if ok {
-							t.Errorf("control: the old rule left %v, which the check accepted", left)
-						} else {
-							t.Logf("control caught: the old rule left %v before the local deadline; the store may expire the lease in %v",
-								left, tc.want.left+100*time.Millisecond)
-						}
-					case !ok:
-						t.Errorf("after Renew(%v) failed with %v: %v left (Err %v); want %v (cause %v)",
-							tc.ttl, tc.err, left, l.Err(), tc.want.left, tc.want.cause)
-					}
-					if left > 0 {
-						time.Sleep(left)
-						synctest.Wait()
-						if !errors.Is(l.Context().Err(), context.Canceled) {
-							t.Errorf("context not ended at the local deadline")
-						}
-					}
-				})
+				}
 			})
-		}
+		})
 	}
 }

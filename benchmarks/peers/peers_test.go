@@ -313,4 +313,30 @@ func TestSummary(t *testing.T) {
 	if strings.Contains(out, "etcd") {
 		t.Errorf("summary has an etcd ratio without etcd rows:\n%s", out)
 	}
+
+	// picket on etcd against the Mutex: distinct and hot, at every count
+	// above one that has both rows.
+	results = append(results,
+		peers.Result{Target: "etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Hot, 16, 200)},
+		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Hot, 16, 180)},
+		peers.Result{Target: "etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 64, 4000)},
+		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 64, 3800)},
+		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 1, 500)},
+	)
+	md.Reset()
+	if err := peers.WriteSummary(&md, results); err != nil {
+		t.Fatal(err)
+	}
+	out = md.String()
+	for _, want := range []string{
+		"picket on etcd-1 / etcd's own Mutex, cycles/s at 64 clients: 3,800 / 4,000 = **0.95×**",
+		"picket on etcd-1 / etcd's own Mutex, hot hand-overs/s at 16 clients: 180 / 200 = **0.90×**",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "at 1 clients") {
+		t.Errorf("summary compares one client's rows:\n%s", out)
+	}
 }

@@ -21,7 +21,11 @@
 #   picket serve   built from ../../cmd/picket, on a SQLite file
 #   peers trivial  the trivial net/http handler (the ceiling of HTTP)
 #
-# PEERS_TAGS is passed to go build -tags (none are needed today).
+# PEERS_TAGS is passed to go build -tags (none are needed today). PEERS_ETCD
+# names the etcd server binary (default: etcd on the PATH, Debian's 3.4 on
+# Debian 12), e.g. the etcd that storage/etcd is tested against:
+#
+#   . .ci/etcd && PEERS_ETCD=$PICKET_ETCD_BIN benchmarks/peers/run.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +42,11 @@ pg_bin() {
 }
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
-command -v etcd >/dev/null || missing+=(etcd-server)
+etcd_bin=${PEERS_ETCD:-etcd}
+if ! command -v "$etcd_bin" >/dev/null; then
+	if [ -n "${PEERS_ETCD:-}" ]; then log "PEERS_ETCD=$PEERS_ETCD: no such program"; exit 1; fi
+	missing+=(etcd-server)
+fi
 pg_bin >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
@@ -122,7 +130,7 @@ log "Redis $(redis-server --version | grep -o 'v=[^ ]*') pid $redis_pid on 127.0
 # --- etcd: one member, then three ----------------------------------------
 # etcd_member NAME CLIENT_PORT PEER_PORT CLUSTER TOKEN
 etcd_member() {
-	etcd --name "$1" --data-dir "$work/$1" \
+	"$etcd_bin" --name "$1" --data-dir "$work/$1" \
 		--listen-client-urls "http://127.0.0.1:$2" --advertise-client-urls "http://127.0.0.1:$2" \
 		--listen-peer-urls "http://127.0.0.1:$3" --initial-advertise-peer-urls "http://127.0.0.1:$3" \
 		--initial-cluster "$4" --initial-cluster-token "$5" --initial-cluster-state new \
@@ -146,7 +154,7 @@ for entry in "${pids[@]}"; do
 done
 etcd1_url="http://127.0.0.1:${port[1]}"
 etcd3_urls="http://127.0.0.1:${port[3]},http://127.0.0.1:${port[5]},http://127.0.0.1:${port[7]}"
-log "$(etcd --version | head -n1); one member on $etcd1_url, three on $etcd3_urls"
+log "$("$etcd_bin" --version | head -n1); one member on $etcd1_url, three on $etcd3_urls"
 
 # --- PostgreSQL (refuses to run as root: the postgres user runs it) ------
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }

@@ -66,6 +66,14 @@ func WriteSummary(w io.Writer, results []Result) error {
 	for _, c := range Ratios(results, top) {
 		fmt.Fprintf(bw, "- %s: %s / %s = **%.2f×**\n", c.What, Thousands(c.A), Thousands(c.B), c.A/c.B)
 	}
+	if er := EtcdRatios(results); len(er) > 0 {
+		fmt.Fprintln(bw)
+		fmt.Fprintln(bw, "picket on etcd against etcd's own Mutex on the same cluster:")
+		fmt.Fprintln(bw)
+		for _, c := range er {
+			fmt.Fprintf(bw, "- %s: %s / %s = **%.2f×**\n", c.What, Thousands(c.A), Thousands(c.B), c.A/c.B)
+		}
+	}
 	return bw.Flush()
 }
 
@@ -77,9 +85,9 @@ type Ratio struct {
 
 // Ratios returns the comparisons picket is judged by, at clients clients,
 // for the rows results has: requests/s over HTTP against the trivial
-// handler's, cycles/s over HTTP against one-member etcd's, fresh grants
-// embedded against Redis with appendfsync always, and picket on etcd
-// against etcd's own mutex.
+// handler's, cycles/s over HTTP against one-member etcd's, and fresh grants
+// embedded against Redis with appendfsync always (picket on etcd against
+// etcd's own mutex: EtcdRatios).
 func Ratios(results []Result, clients int) []Ratio {
 	get := func(target, names string, requests bool) (float64, bool) {
 		for _, r := range results {
@@ -106,8 +114,47 @@ func Ratios(results []Result, clients int) []Ratio {
 	add("picket over HTTP / etcd (1 member), cycles/s at %d clients", "picket-http", "etcd-1", benchmarks.Distinct, false)
 	add("picket embedded / Redis appendfsync always, cycles/s at %d clients", "picket-embedded", "redis-always", benchmarks.Distinct, false)
 	add("picket embedded / Redis appendfsync always, fresh grants/s at %d clients", "picket-embedded", "redis-always", benchmarks.Fresh, false)
+	return out
+}
+
+// EtcdRatios returns picket on etcd against etcd's own Mutex on the same
+// cluster, at every client count above one that the run has both rows
+// for: cycles on distinct names (target 0.9x) and hand-overs of one hot name
+// (target 0.8x), issue 20's targets.
+func EtcdRatios(results []Result) []Ratio {
+	var counts []int
+	for _, r := range results {
+		if r.Err == nil && r.Clients > 1 && !slices.Contains(counts, r.Clients) {
+			counts = append(counts, r.Clients)
+		}
+	}
+	slices.Sort(counts)
+	var out []Ratio
 	for _, label := range []string{"etcd-1", "etcd-3"} {
-		add("picket on "+label+" / etcd's own Mutex, cycles/s at %d clients", "picket-on-"+label, label, benchmarks.Distinct, false)
+		for _, names := range []string{benchmarks.Distinct, benchmarks.Hot} {
+			what := "cycles/s"
+			if names == benchmarks.Hot {
+				what = "hot hand-overs/s"
+			}
+			for _, c := range counts {
+				a, okA := rateOf(results, "picket-on-"+label, names, c)
+				b, okB := rateOf(results, label, names, c)
+				if okA && okB && b > 0 {
+					out = append(out, Ratio{fmt.Sprintf("picket on %s / etcd's own Mutex, %s at %d clients", label, what, c), a, b})
+				}
+			}
+		}
 	}
 	return out
+}
+
+// rateOf returns the rate of target's row for names at clients.
+func rateOf(results []Result, target, names string, clients int) (float64, bool) {
+	for _, r := range results {
+		if r.Target == target && r.Names == names && r.Clients == clients && r.Err == nil {
+			v, _ := Rate(r)
+			return v, true
+		}
+	}
+	return 0, false
 }

@@ -3,16 +3,14 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
+	"errors"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // chaosRun is one chaos run: the worker processes, what they logged, and the
@@ -46,10 +44,8 @@ type chaosRun struct {
 // chaosProc is one worker process.
 type chaosProc struct {
 	id     int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	proc   *childtest.Proc
 	stderr *syncBuffer
-	done   chan struct{} // closed when its stdout is read to the end and it has exited
 
 	mu      sync.Mutex
 	stopped bool // SIGSTOPped and not yet continued
@@ -77,44 +73,23 @@ func (r *chaosRun) startWorker(cfg workerConfig) *chaosProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), chaosWorkerEnv+"=1", chaosConfigEnv+"="+string(b))
-	p := &chaosProc{id: cfg.ID, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = writerFunc(func(b []byte) (int, error) { p.stderr.WriteString(string(b)); return len(b), nil })
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
+	p := &chaosProc{id: cfg.ID, stderr: &syncBuffer{}}
+	// A failed test leaves no worker behind, stopped or not: childtest's
+	// cleanup continues and kills it.
+	p.proc = childtest.Start(t, nil, "chaos-worker", childtest.Options{
+		Env:    []string{chaosConfigEnv + "=" + string(b)},
+		Stderr: p.stderr,
+		OnLine: func(line string) {
 			var ev chaosEvent
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				p.stderr.WriteString("unreadable event: " + sc.Text() + "\n")
-				continue
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				p.stderr.WriteString("unreadable event: " + line + "\n")
+				return
 			}
 			r.record(ev)
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() { // a failed test leaves no worker behind, stopped or not
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		<-p.done
+		},
 	})
 	return p
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 func (r *chaosRun) record(ev chaosEvent) {
 	r.mu.Lock()
@@ -191,17 +166,14 @@ func (r *chaosRun) run() {
 	timers.Wait()
 
 	for _, w := range r.workers {
-		_ = w.cmd.Process.Signal(syscall.SIGCONT)
-		w.stdin.Close()
+		_ = w.proc.Cont()
+		w.proc.CloseStdin()
 	}
 	for _, w := range r.workers {
-		select {
-		case <-w.done:
-			if code := w.cmd.ProcessState.ExitCode(); code != 0 {
-				t.Errorf("worker %d exited %d:\n%s", w.id, code, w.stderr)
-			}
-		case <-time.After(30 * time.Second):
+		if err := w.proc.Wait(30 * time.Second); errors.Is(err, childtest.ErrTimeout) {
 			t.Errorf("worker %d did not stop within 30s after its stdin closed:\n%s", w.id, w.stderr)
+		} else if code := w.proc.Cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("worker %d exited %d:\n%s", w.id, code, w.stderr)
 		}
 	}
 }
@@ -211,7 +183,7 @@ func (r *chaosRun) run() {
 func (p *chaosProc) pause(d time.Duration, timers *sync.WaitGroup) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped || p.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+	if p.stopped || p.proc.Stop() != nil {
 		return false
 	}
 	p.stopped = true
@@ -220,7 +192,7 @@ func (p *chaosProc) pause(d time.Duration, timers *sync.WaitGroup) bool {
 		defer timers.Done()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.proc.Cont()
 		p.stopped = false
 	})
 	return true

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -221,13 +220,13 @@ func runLeaderStall(t *testing.T, bin string) {
 		if leader < 0 {
 			t.Fatalf("stall %d: no leader within 15 s", i+1)
 		}
-		cmd, _ := c.members[leader].proc()
+		p := c.members[leader].proc()
 		stopped := sharedNow()
-		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := p.Stop(); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(stallPause)
-		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := p.Cont(); err != nil {
 			t.Fatal(err)
 		}
 		r.mu.Lock()

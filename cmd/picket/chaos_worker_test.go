@@ -15,22 +15,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
 
-// The chaos test's workers are this test binary too: with
-// PICKET_CHAOS_WORKER=1 it runs chaosWorkerMain instead of the tests. main_test.go
-// owns TestMain, so the switch lives in an init function, which runs first.
-const (
-	chaosWorkerEnv = "PICKET_CHAOS_WORKER"
-	chaosConfigEnv = "PICKET_CHAOS_CONFIG"
-)
+// The chaos test's workers are this test binary too: the child
+// "chaos-worker" (internal/childtest) runs chaosWorkerMain instead of the
+// tests, configured by PICKET_CHAOS_CONFIG.
+const chaosConfigEnv = "PICKET_CHAOS_CONFIG"
 
 func init() {
-	if os.Getenv(chaosWorkerEnv) == "1" {
-		os.Exit(chaosWorkerMain(os.Stdin, os.Stdout, os.Stderr))
-	}
+	childtest.Register("chaos-worker", func() int { return chaosWorkerMain(os.Stdin, os.Stdout, os.Stderr) })
 }
 
 // workerConfig is what a worker is told, as JSON in PICKET_CHAOS_CONFIG.

@@ -4,19 +4,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // etcdCluster is a cluster of etcd member processes on loopback, with data
@@ -29,19 +30,19 @@ type etcdCluster struct {
 }
 
 type etcdMember struct {
-	name string
-	args []string
+	name   string
+	args   []string
+	stderr *syncBuffer // what every run of it logged
 
-	mu   sync.Mutex // guards cmd and done: the chaos loop restarts members while another goroutine pauses them
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu sync.Mutex // guards p: the chaos loop restarts members while another goroutine pauses them
+	p  *childtest.Proc
 }
 
-// proc returns the member's current process and its done channel.
-func (m *etcdMember) proc() (*exec.Cmd, chan struct{}) {
+// proc returns the member's current process.
+func (m *etcdMember) proc() *childtest.Proc {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.cmd, m.done
+	return m.p
 }
 
 // etcdBinary returns the etcd server binary: $PICKET_ETCD_BIN, else etcd on
@@ -72,7 +73,32 @@ func startEtcdCluster(t testing.TB, n int) *etcdCluster {
 
 // startEtcdClusterOf starts n members of the etcd binary bin with the
 // heartbeat interval and election timeout given in milliseconds.
+//
+// The members' ports must be known before they start (each is told its
+// peers'): childtest.Addr picks them below the kernel's ephemeral range, so
+// no connection takes one in the meantime. Should another process bind one
+// first all the same, the cluster is started again on new ports (at most
+// three times), as storage/etcd/etcdtest does.
 func startEtcdClusterOf(t testing.TB, bin string, n, heartbeatMs, electionMs int) *etcdCluster {
+	t.Helper()
+	for try := 1; ; try++ {
+		c, err := tryEtcdCluster(t, bin, n, heartbeatMs, electionMs)
+		if err == nil {
+			return c
+		}
+		if !errors.Is(err, errEtcdAddrInUse) || try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("%v; again on other ports", err)
+	}
+}
+
+var errEtcdAddrInUse = errors.New("an etcd member's address was taken")
+
+// tryEtcdCluster starts the cluster once and waits a minute at most for a
+// leader; a member that exits saying its address is in use stops the wait
+// with errEtcdAddrInUse, after the cluster was killed.
+func tryEtcdCluster(t testing.TB, bin string, n, heartbeatMs, electionMs int) (*etcdCluster, error) {
 	t.Helper()
 	c := &etcdCluster{t: t, bin: bin}
 	dir := t.TempDir()
@@ -80,12 +106,12 @@ func startEtcdClusterOf(t testing.TB, bin string, n, heartbeatMs, electionMs int
 	type ports struct{ client, peer string }
 	var ps []ports
 	for i := range n {
-		p := ports{"http://" + freeAddr(t), "http://" + freeAddr(t)}
+		p := ports{"http://" + childtest.Addr(t), "http://" + childtest.Addr(t)}
 		ps = append(ps, p)
 		initial = append(initial, fmt.Sprintf("m%d=%s", i, p.peer))
 	}
 	for i, p := range ps {
-		m := &etcdMember{name: fmt.Sprintf("m%d", i), args: []string{
+		m := &etcdMember{name: fmt.Sprintf("m%d", i), stderr: &syncBuffer{}, args: []string{
 			"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			"--listen-client-urls", p.client, "--advertise-client-urls", p.client,
 			"--listen-peer-urls", p.peer, "--initial-advertise-peer-urls", p.peer,
@@ -98,46 +124,54 @@ func startEtcdClusterOf(t testing.TB, bin string, n, heartbeatMs, electionMs int
 		c.endpoints = append(c.endpoints, p.client)
 		c.start(m)
 	}
-	t.Cleanup(func() {
+	killAll := func() {
 		for _, m := range c.members {
 			c.kill(m)
 		}
-	})
-	c.waitHealthy(time.Minute)
-	return c
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Cleanup(killAll)
+	for end := time.Now().Add(time.Minute); c.leader() < 0; time.Sleep(10 * time.Millisecond) {
+		for _, m := range c.members {
+			select {
+			case <-m.proc().Exited():
+				if logs := m.stderr.String(); childtest.AddrInUse(nil, logs) {
+					killAll()
+					return nil, fmt.Errorf("%w: %s exited: %s", errEtcdAddrInUse, m.name, lastLines(logs, 3))
+				}
+			default:
+			}
+		}
+		if time.Now().After(end) {
+			return nil, fmt.Errorf("timed out after %v waiting for the etcd cluster to elect a leader", time.Minute)
+		}
+	}
+	return c, nil
 }
 
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// start starts m's process (its stderr kept in m.stderr); t.Cleanup kills
+// it.
 func (c *etcdCluster) start(m *etcdMember) {
-	cmd := exec.Command(c.bin, m.args...)
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start etcd %s: %v", m.name, err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	p := childtest.Start(c.t, nil, "", childtest.Options{Exe: c.bin, Args: m.args, Stderr: m.stderr})
 	m.mu.Lock()
-	m.cmd, m.done = cmd, done
+	m.p = p
 	m.mu.Unlock()
 }
 
 // kill stops m with SIGKILL, by its pid, and waits for it.
 func (c *etcdCluster) kill(m *etcdMember) {
-	cmd, done := m.proc()
-	if cmd == nil {
+	p := m.proc()
+	if p == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	<-done
+	_ = p.Cont()
+	_ = p.Kill()
+	<-p.Exited()
 }
 
 // status asks each member for its status; an unreachable member is left
@@ -185,8 +219,8 @@ func (c *etcdCluster) killLeader() int {
 
 // pause stops member i with SIGSTOP for d, then continues it.
 func (c *etcdCluster) pause(i int, d time.Duration) {
-	cmd, _ := c.members[i].proc()
-	_ = cmd.Process.Signal(syscall.SIGSTOP)
+	p := c.members[i].proc()
+	_ = p.Stop()
 	time.Sleep(d)
-	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.Cont()
 }

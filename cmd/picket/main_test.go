@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,22 +15,29 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // The tests run picket as real processes: the test binary re-executes
-// itself with PICKET_TEST_MAIN=1 and becomes the command.
-func TestMain(m *testing.M) {
-	if os.Getenv("PICKET_TEST_MAIN") == "1" {
-		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
+// itself as the child "picket" (internal/childtest) and becomes the
+// command. What it starts again of itself (picket run's guard, picket bench
+// -procs, a command "picket kv" under picket run) inherits the variable
+// and is picket too.
+func init() {
+	childtest.Register("picket", func() int {
+		return Main(context.Background(), childtest.Args(), os.Stdin, os.Stdout, os.Stderr)
+	})
 }
 
-// picket returns a command that runs picket with args.
+func TestMain(m *testing.M) { childtest.Main(m) }
+
+// picket returns a command that runs picket with args, its stdout and
+// stderr unset.
 func picket(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "PICKET_TEST_MAIN=1")
+	cmd := childtest.Command(t, nil, "picket", childtest.Options{Args: args})
+	cmd.Stderr = nil
 	return cmd
 }
 
@@ -45,13 +51,29 @@ type result struct {
 // status and output.
 func runPicket(t testing.TB, args ...string) result {
 	t.Helper()
-	cmd := picket(t, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd, out, errb := startPicket(t, args...)
+	return waitPicket(t, cmd, out, errb, time.Minute)
+}
+
+// startPicketProc starts picket with args as a childtest.Proc: its stdout
+// lines read with Line, its stderr kept in errb; t.Cleanup kills it.
+func startPicketProc(t testing.TB, args ...string) (p *childtest.Proc, errb *syncBuffer) {
+	t.Helper()
+	errb = &syncBuffer{}
+	return childtest.Start(t, nil, "picket", childtest.Options{Args: args, Stderr: errb}), errb
+}
+
+// startPicket starts picket with args, its stdout and stderr kept in out
+// and errb (read them once it has exited: waitPicket).
+func startPicket(t testing.TB, args ...string) (cmd *exec.Cmd, out, errb *bytes.Buffer) {
+	t.Helper()
+	cmd = picket(t, args...)
+	out, errb = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return waitPicket(t, cmd, &out, &errb, time.Minute)
+	return cmd, out, errb
 }
 
 func waitPicket(t testing.TB, cmd *exec.Cmd, out, errb *bytes.Buffer, limit time.Duration) result {
@@ -90,43 +112,41 @@ func startServer(t testing.TB, db string, extra ...string) *server {
 func startServe(t testing.TB, args ...string) *server {
 	t.Helper()
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
-	cmd := picket(t, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.logs.WriteString(sc.Text() + "\n")
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
+	p, logs, addr, done := startServing(t, "picket", childtest.Options{Args: args}, servingRE)
+	return &server{cmd: p.Cmd, url: "http://" + addr, logs: logs, done: done}
+}
+
+// startServing starts a picket serve process (the child name, or with name
+// "" the program o.Exe), keeps its stderr in logs and waits until a line
+// matches re, whose submatches make the address it serves on. done is
+// closed once it has exited and its stderr was read; t.Cleanup kills it.
+func startServing(t testing.TB, name string, o childtest.Options, re *regexp.Regexp) (p *childtest.Proc, logs *syncBuffer, addr string, done chan struct{}) {
+	t.Helper()
+	logs, done = &syncBuffer{}, make(chan struct{})
+	found := make(chan string, 1)
+	o.StderrLines = true
+	o.OnLine = func(line string) {
+		logs.WriteString(line + "\n")
+		if m := re.FindStringSubmatch(line); m != nil {
+			select {
+			case found <- strings.Join(m[1:], ""):
+			default:
 			}
 		}
-		cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-s.done
-	})
-	select {
-	case a := <-addr:
-		s.url = "http://" + a
-	case <-s.done:
-		t.Fatalf("picket serve exited before listening:\n%s", s.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("picket serve did not listen within 30s:\n%s", s.logs)
 	}
-	return s
+	p = childtest.Start(t, nil, name, o)
+	go func() {
+		p.Wait(0)
+		close(done)
+	}()
+	select {
+	case addr = <-found:
+	case <-done:
+		t.Fatalf("picket serve exited before listening:\n%s", logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("picket serve did not listen within 30s:\n%s", logs)
+	}
+	return p, logs, addr, done
 }
 
 // kill9 kills the server with SIGKILL and waits for it to be gone.

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"io"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // TestPrintField: acquire, renew and get print only the fields -print
@@ -45,20 +45,9 @@ func TestPrintField(t *testing.T) {
 // SIGTERM comes, exiting 0, as etcdctl lock does.
 func TestAcquireHold(t *testing.T) {
 	db := tempDB(t)
-	cmd := picket(t, "acquire", "-db", db, "-name", "h", "-ttl", "3s", "-hold", "-print", "token")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "1\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
+	p, errb := startPicketProc(t, "acquire", "-db", db, "-name", "h", "-ttl", "3s", "-hold", "-print", "token")
+	line, err := p.Line(0)
+	if err != nil || line != "1" {
 		t.Fatalf("acquire -hold -print token: first line %q, %v; want \"1\\n\"; stderr %s", line, err, errb.String())
 	}
 	// Past two TTLs, the lease is still the holder's: renewed.
@@ -66,20 +55,13 @@ func TestAcquireHold(t *testing.T) {
 	if r := runPicket(t, "get", "-db", db, "-name", "h", "-print", "token"); r.code != exitOK || r.stdout != "1\n" {
 		t.Errorf("get while held, after two TTLs: exit %d, stdout %q, stderr %q; want the lease, token 1", r.code, r.stdout, r.stderr)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, out)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("acquire -hold after SIGTERM: %v; stderr %s", err, errb.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
+	if err := p.Wait(30 * time.Second); errors.Is(err, childtest.ErrTimeout) {
 		t.Fatalf("acquire -hold did not exit after SIGTERM; stderr %s", errb.String())
+	} else if err != nil {
+		t.Errorf("acquire -hold after SIGTERM: %v; stderr %s", err, errb.String())
 	}
 	if r := runPicket(t, "get", "-db", db, "-name", "h"); r.code != exitNotFound {
 		t.Errorf("get after acquire -hold ended: exit %d, stdout %q; want %d (released)", r.code, r.stdout, exitNotFound)

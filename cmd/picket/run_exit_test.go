@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -119,16 +118,11 @@ func TestRunExitStatuses(t *testing.T) {
 	}
 
 	t.Run("interrupted while waiting", func(t *testing.T) {
-		cmd := picket(t, "run", "-db", held, "-name", "n", "-wait", "1m", "--", "true")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, out, errb := startPicket(t, "run", "-db", held, "-name", "n", "-wait", "1m", "--", "true")
 		// Once it has the file open, its signal handlers are in place.
 		waitFor(t, 30*time.Second, "picket run to open the store", func() bool { return hasOpen(cmd.Process.Pid, held) })
 		cmd.Process.Signal(syscall.SIGINT)
-		if r := waitPicket(t, cmd, &out, &errb, 30*time.Second); r.code != exitInterrupted {
+		if r := waitPicket(t, cmd, out, errb, 30*time.Second); r.code != exitInterrupted {
 			t.Errorf("exit %d, want %d; stderr:\n%s", r.code, exitInterrupted, r.stderr)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,12 +90,7 @@ func TestRunStopsCommandWhenLeaseLost(t *testing.T) {
 	db := filepath.Join(dir, "picket.db")
 	trace := filepath.Join(dir, "trace")
 	script := `trap 'echo TERM >> "$1"; exit 0' TERM; sleep 1000 & echo "started $$ $!" >> "$1"; while :; do sleep 0.05; done`
-	cmd := picket(t, "run", "-db", db, "-name", "job", "-ttl", "1s", "--", "sh", "-c", script, "sh", trace)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, errb := startPicket(t, "run", "-db", db, "-name", "job", "-ttl", "1s", "--", "sh", "-c", script, "sh", trace)
 	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
 	pids := strings.Fields(readFile(t, trace))[1:3]
 
@@ -113,7 +109,7 @@ func TestRunStopsCommandWhenLeaseLost(t *testing.T) {
 	})
 	cmd.Process.Signal(syscall.SIGCONT)
 
-	r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+	r := waitPicket(t, cmd, out, errb, 30*time.Second)
 	if r.code != exitLost {
 		t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)
 	}
@@ -134,23 +130,27 @@ func TestRunStopsCommandWhenLeaseLost(t *testing.T) {
 	}
 }
 
+// startRunTrapsTerm starts a server and, through it, "picket run -ttl 3s"
+// of a command that writes "started" to the file trace, and "TERM" when
+// SIGTERM comes (then exits 0); it returns once the command has started.
+func startRunTrapsTerm(t *testing.T) (srv *server, trace string, cmd *exec.Cmd, out, errb *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	srv = startServer(t, filepath.Join(dir, "picket.db"))
+	trace = filepath.Join(dir, "trace")
+	cmd, out, errb = startPicket(t, "run", "-server", srv.url, "-name", "job", "-ttl", "3s",
+		"--", "sh", "-c", `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; while :; do sleep 0.05; done`, "sh", trace)
+	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+	return srv, trace, cmd, out, errb
+}
+
 // TestRunStopsCommandWhenServerGone kills the server under a running
 // "picket run": renewals fail, so before the local deadline the command
 // gets SIGTERM (and acts on it), and picket run exits 4 saying why.
 func TestRunStopsCommandWhenServerGone(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServer(t, filepath.Join(dir, "picket.db"))
-	trace := filepath.Join(dir, "trace")
-	cmd := picket(t, "run", "-server", srv.url, "-name", "job", "-ttl", "3s",
-		"--", "sh", "-c", `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; while :; do sleep 0.05; done`, "sh", trace)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+	srv, trace, cmd, out, errb := startRunTrapsTerm(t)
 	srv.kill9(t)
-	r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+	r := waitPicket(t, cmd, out, errb, 30*time.Second)
 	if r.code != exitLost {
 		t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)
 	}
@@ -169,24 +169,14 @@ func TestRunStopsCommandWhenServerGone(t *testing.T) {
 // that waits out its timeout for an answer that is not coming. Before, it
 // exited releaseTimeout (5 s) after the command.
 func TestRunExitsPromptlyWhenCutOff(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServer(t, filepath.Join(dir, "picket.db"))
-	trace := filepath.Join(dir, "trace")
-	cmd := picket(t, "run", "-server", srv.url, "-name", "job", "-ttl", "3s",
-		"--", "sh", "-c", `trap 'echo TERM >> "$1"; exit 0' TERM; echo started >> "$1"; while :; do sleep 0.05; done`, "sh", trace)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the command to start", func() bool { return strings.Contains(readFile(t, trace), "started") })
+	srv, trace, cmd, out, errb := startRunTrapsTerm(t)
 	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.cmd.Process.Signal(syscall.SIGCONT)
 	waitFor(t, 30*time.Second, "the command's SIGTERM", func() bool { return strings.Contains(readFile(t, trace), "TERM") })
 	termSeen := time.Now()
-	r := waitPicket(t, cmd, &out, &errb, 30*time.Second)
+	r := waitPicket(t, cmd, out, errb, 30*time.Second)
 	took := time.Since(termSeen)
 	if r.code != exitLost {
 		t.Errorf("picket run: exit %d, want %d; stderr:\n%s", r.code, exitLost, r.stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // plainServer is a "picket serve" built without the race detector, whose
@@ -61,42 +62,10 @@ func startPlainServer(t *testing.T, args ...string) *plainServer {
 	t.Helper()
 	bin := plainBinary(t)
 	db := filepath.Join(t.TempDir(), "picket.db")
-	cmd := exec.Command(bin, append([]string{"serve", "-addr", "127.0.0.1:0", "-db", db}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &plainServer{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.logs.WriteString(sc.Text() + "\n")
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1] + m[2]:
-				default:
-				}
-			}
-		}
-		_ = cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-s.done
-	})
-	select {
-	case s.addr = <-addr:
-	case <-s.done:
-		t.Fatalf("picket serve exited:\n%s", s.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("picket serve did not listen within 30s:\n%s", s.logs)
-	}
-	return s
+	p, logs, addr, done := startServing(t, "", childtest.Options{
+		Exe: bin, Args: append([]string{"serve", "-addr", "127.0.0.1:0", "-db", db}, args...),
+	}, addrRE)
+	return &plainServer{cmd: p.Cmd, addr: addr, logs: logs, done: done}
 }
 
 // peakRSS returns the process's peak resident set (VmHWM), in bytes.

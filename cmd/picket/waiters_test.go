@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,27 +38,19 @@ func TestRunDeadWaiter(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "picket.db")
 	held, release := filepath.Join(dir, "held"), filepath.Join(dir, "go")
-	holder := picket(t, "run", "-db", db, "-name", "job", "-ttl", "1m", "-owner", "holder", "--",
+	holder, _ := startPicketProc(t, "run", "-db", db, "-name", "job", "-ttl", "1m", "-owner", "holder", "--",
 		"sh", "-c", "touch "+held+"; while [ ! -e "+release+" ]; do sleep 0.01; done")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
 	waitFor(t, 30*time.Second, "the holder's command", func() bool { _, err := os.Stat(held); return err == nil })
 
-	victim := picket(t, "run", "-db", db, "-name", "job", "-ttl", "60s", "-wait", "1m", "-owner", "victim", "--", "true")
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	victim, _ := startPicketProc(t, "run", "-db", db, "-name", "job", "-ttl", "60s", "-wait", "1m", "-owner", "victim", "--", "true")
 	waitFor(t, 30*time.Second, "the victim's row in the queue", func() bool { return waitersIn(t, db) == 1 })
-	victim.Process.Signal(syscall.SIGKILL)
-	victim.Wait()
+	victim.Kill()
+	victim.Wait(0)
 
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := holder.Wait(); err != nil {
+	if err := holder.Wait(0); err != nil {
 		t.Fatalf("the holder's picket run: %v", err)
 	}
 	r := runPicket(t, "run", "-db", db, "-name", "job", "-ttl", "10s", "-owner", "third", "--", "true")

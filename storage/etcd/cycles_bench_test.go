@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/etcd/etcdtest"
@@ -33,9 +33,9 @@ import (
 // PICKET_BENCH_CLIENTS clients (default 64). Besides the rate it reports,
 // per operation, the RPCs the server handled by method (from its /metrics:
 // grpc_server_handled_total, and grpc_server_msg_received_total for the
-// messages of a stream), its raft proposals, the etcd leases it granted,
-// revoked and renewed, and, when the member is a process of its own, its
-// CPU time.
+// messages of a stream), its raft proposals, the bytes it received from
+// clients and wrote to its WAL, the etcd leases it granted, revoked and
+// renewed, and, when the member is a process of its own, its CPU time.
 //
 // The member is $PICKET_ETCD_BIN (or etcd on the PATH) started as a process
 // with its data on disk under $PICKET_BENCH_DIR (default /var/tmp), as the
@@ -223,6 +223,10 @@ func scrape(b testing.TB, endpoint string) map[string]float64 {
 			key = "lease-revoked"
 		case metric == "etcd_debugging_lease_renewed_total":
 			key = "lease-renewed"
+		case metric == "etcd_network_client_grpc_received_bytes_total":
+			key = "bytes-received"
+		case metric == "etcd_disk_wal_write_bytes_total":
+			key = "wal-bytes"
 		default:
 			continue
 		}
@@ -278,7 +282,7 @@ func benchMember(b *testing.B) (string, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	client, peer := "http://"+benchAddr(b), "http://"+benchAddr(b)
+	client, peer := "http://"+childtest.Addr(b), "http://"+childtest.Addr(b) // below the ephemeral ports: no listen-and-close race
 	cmd := exec.Command(bin, "--name", "m0", "--data-dir", filepath.Join(dir, "m0"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -313,13 +317,4 @@ func benchMember(b *testing.B) (string, int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return client, cmd.Process.Pid
-}
-
-func benchAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -9,7 +9,8 @@
 //
 //	picket/leases/NAME              the lease: holder's SHA-256 | JSON (owner, TTL, lock-delay, expiry for people,
 //	                                the floor's offset); "expired|" JSON once its lease has expired and its lock-delay runs
-//	picket/queue/NAME\x00HASH/ID    a waiter's place in the queue of NAME (HASH: its holder's SHA-256)
+//	picket/queue/NAME\x00HASH/ID    a waiter's place in the queue of NAME (HASH: its holder's SHA-256; ID: its
+//	                                store's id and a slot number, used again once the key is deleted: grants.go)
 //	picket/kv/KEY                   a fenced value: its highest token, then the value
 //	picket/floor                    the token floor: the offset added to revisions (floor.go)
 //
@@ -32,7 +33,10 @@
 // mod revision with the one read (so its create revision, the token, and
 // its holder are the caller's); the rewrite changes the mod revision.
 // Release deletes the key, and the holder's queue key if it came through the
-// queue, in a transaction that compares the create revision and the holder.
+// queue, in a transaction that compares the create revision and the holder
+// (a store that made the grant without a queue key leaves that delete out).
+// Neither it nor an acquire that does not wait carries an Else branch: a
+// failed comparison is followed by a read.
 //
 // # Expiry, by observation
 //

@@ -176,8 +176,31 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 	// floor failed the comparison.
 	els = append(els, clientv3.OpGet(s.keys.floor()))
 
+	// An acquire that does not wait reads what blocks it only when its
+	// comparison failed (read below): its transaction carries no Else
+	// branch, whose bytes would go through raft with every grant. A
+	// waiter's Else queues it: it stays in the transaction.
+	txn := s.client.Txn
 	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
+	var resp *clientv3.TxnResponse
+	var err error
+	granted := false
+	if q == nil {
+		resp, err = txn(rctx).If(cmps...).Then(then...).Commit()
+		granted = err == nil && resp.Succeeded
+		if err == nil && !granted {
+			// A read only: its revision is the one the blocker was seen at.
+			rr, rerr := txn(rctx).Then(els...).Commit()
+			if rerr != nil {
+				cancel()
+				return lease.Grant{}, nil, false, failed(ctx, "acquire", name, false, rerr)
+			}
+			resp = rr
+		}
+	} else {
+		resp, err = txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
+		granted = err == nil && resp.Succeeded
+	}
 	cancel()
 	if err != nil {
 		if enqueue != clientv3.NoLease && isLeaseNotFound(err) {
@@ -190,7 +213,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		return lease.Grant{}, nil, false, failed(ctx, "acquire", name, true, err)
 	}
 	rev := resp.Header.Revision
-	if resp.Succeeded {
+	if granted {
 		tok := tokenOf(rev, f.Offset)
 		if tok > token.Max {
 			s.deleteLater(k, rev)
@@ -200,6 +223,13 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		if q != nil {
 			q.granted = true
 		}
+		// Queued when its queue key was there before this transaction
+		// (q.rev): that key stays until the release deletes it.
+		n := grantNote{tok: tok}
+		if q != nil && q.rev != 0 {
+			n.queued, n.h, n.slot = true, q.h, q.slot
+		}
+		s.grants.note(k, n) // grants.go
 		return lease.Grant{
 			Name: name, Holder: req.Holder, Owner: req.Owner, Token: tok,
 			TTL: req.TTL, Expires: time.Unix(0, rec.Expires).UTC(),
@@ -426,8 +456,9 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 }
 
 // Release frees the name at once (see lease.Store): one transaction deletes
-// the lease key, and the holder's queue key if it came through the queue,
-// if the key's create revision is tok and its value names holder. The
+// the lease key, and the holder's queue key if it came through the queue
+// (unless this store granted it without one: grants.go), if the key's
+// create revision is tok and its value names holder. The
 // oldest waiter, in whatever process, is woken by its watch.
 //
 // A release that reaches the cluster after the TTL but before an observer
@@ -445,14 +476,18 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	k := s.keys.lease(name)
 	h := holderHash(holder)
 	rev := s.revisionOf(tok) // floor.go
+	then := []clientv3.Op{clientv3.OpDelete(k)}
+	note, known := s.grants.take(k, tok) // grants.go
+	if !known || note.queued {
+		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
+	}
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
 		resp, err := s.client.Txn(rctx).If(
 			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
 			clientv3.Compare(clientv3.Value(k), ">", h),
 			clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
-		).Then(clientv3.OpDelete(k), clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix())).
-			Else(clientv3.OpGet(k)).Commit()
+		).Then(then...).Commit()
 		cancel()
 		if err != nil {
 			return failed(ctx, "release", name, true, err)
@@ -460,15 +495,28 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		if resp.Succeeded {
 			break
 		}
-		// A lease granted under another floor offset than the one this
-		// store knows (floor.go) has another create revision: its own.
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if attempt > 0 || len(kvs) == 0 || keyToken(kvs[0]) != tok || kvs[0].CreateRevision == rev {
+		if attempt > 0 {
 			return lost("release", name)
 		}
-		rev = kvs[0].CreateRevision
+		// A lease granted under another floor offset than the one this
+		// store knows (floor.go) has another create revision: its own.
+		// Read only when the comparison failed, so that the release
+		// itself carries no Else branch (its bytes go through raft).
+		rctx, cancel = s.rpc(ctx)
+		gr, err := s.client.Get(rctx, k)
+		cancel()
+		if err != nil {
+			return failed(ctx, "release", name, false, err)
+		}
+		if len(gr.Kvs) == 0 || keyToken(gr.Kvs[0]) != tok || gr.Kvs[0].CreateRevision == rev {
+			return lost("release", name)
+		}
+		rev = gr.Kvs[0].CreateRevision
 	}
 	s.seen.forget(k)
+	if known && note.queued {
+		s.freeSlot(note.h, note.slot) // its queue key went with the lease key
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/etcd/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func mustGrant(t testing.TB, st *etcd.Store, req lease.AcquireRequest) lease.Grant {
@@ -75,7 +76,8 @@ func TestCycleRPCs(t *testing.T) {
 // the waiter's first attempt, which queues it; its grant once woken; the
 // release) and no etcd lease per waiter: the queue keys of a store share
 // one session. Reads are the waiters' checks after a watch starts on a
-// busy cluster, less than one per hand-over.
+// busy cluster, less than one per hand-over. The queue key names are used
+// again (grants.go): about one per waiting holder, not one per wait.
 func TestHandOverRPCs(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	a := mustOpen(t, c)
@@ -87,6 +89,30 @@ func TestHandOverRPCs(t *testing.T) {
 	const clients, rounds = 8, 25
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
+	// Every queue key put, by name: etcd keeps a deleted key in its index
+	// until a compaction, and each waiter's comparison walks the name's
+	// queue, so the names are used again (grants.go).
+	queue := a.Prefix() + "/queue/hot\x00"
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	w := a.Client().Watch(wctx, queue, clientv3.WithPrefix(), clientv3.WithFilterDelete(), clientv3.WithCreatedNotify())
+	if resp := <-w; !resp.Created {
+		t.Fatalf("watch %q: %v", queue, resp.Err())
+	}
+	end := queue + "~end" // put last: the watch has seen every put before it
+	keys := map[string]bool{}
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for resp := range w {
+			for _, ev := range resp.Events {
+				if string(ev.Kv.Key) == end {
+					return
+				}
+				keys[string(ev.Kv.Key)] = true
+			}
+		}
+	}()
 	got := rpcs(t, c.Endpoints[0], func() {
 		var wg sync.WaitGroup
 		for i := range clients {
@@ -108,6 +134,17 @@ func TestHandOverRPCs(t *testing.T) {
 		}
 		wg.Wait()
 	})
+	if _, err := a.Client().Put(ctx, end, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-watched
+	wcancel()
+	// One key per waiting holder and store would do; a few more when a
+	// wait's delete is still in flight as the holder waits again.
+	t.Logf("%d queue key names", len(keys))
+	if len(keys) > 2*clients {
+		t.Errorf("%d queue key names for %d waiting clients: not used again", len(keys), clients)
+	}
 	n := float64(clients * rounds)
 	per := map[string]string{}
 	for k, v := range got {

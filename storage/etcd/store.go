@@ -26,7 +26,9 @@ type Store struct {
 	boot    lease.Clock   // bootNow's clock (observe.go)
 	sess    session       // the etcd lease of this store's queue keys (wait.go)
 	id      string        // names this store's queue keys
-	waiters atomic.Uint64 // counts them
+	waiters atomic.Uint64 // numbers them (new slots: grants.go)
+	grants  grantNotes    // grants.go
+	slots   slots         // grants.go
 	floor   floorCache    // floor.go
 
 	closing   chan struct{}

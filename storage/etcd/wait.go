@@ -24,6 +24,8 @@ import (
 // place is a waiter's place in a name's queue.
 type place struct {
 	key     string
+	h       string // the holder's hash, and the slot number the key ends in (grants.go)
+	slot    uint64
 	rev     int64 // the create revision of key: the place in the queue; 0 when not queued
 	put     bool  // a transaction that puts key was sent: it may be there whatever rev says
 	granted bool  // the waiter holds the name: its key stays until the release
@@ -43,7 +45,9 @@ const pollEvery = 2 * time.Second
 func (s *Store) wait(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	wctx, cancel := context.WithTimeoutCause(ctx, req.Wait, errWaitOver)
 	defer cancel()
-	q := &place{key: s.keys.queue(req.Name) + holderHash(req.Holder) + "/" + s.waiterID()}
+	h := holderHash(req.Holder)
+	slot := s.slot(h)
+	q := &place{key: s.keys.queue(req.Name) + h + "/" + s.waiterID(slot), h: h, slot: slot}
 	s.sessionUsers(1)
 	defer s.sessionUsers(-1)
 	defer s.leave(q)
@@ -75,23 +79,32 @@ func (s *Store) waitOver(ctx context.Context, req lease.AcquireRequest, q *place
 	return s.handover(ctx, req, nb)
 }
 
-// waiterID names a waiter's queue key uniquely: the store's and a count.
-func (s *Store) waiterID() string {
-	return fmt.Sprintf("%s.%x", s.id, s.waiters.Add(1))
+// waiterID ends a waiter's queue key: the store's id and the slot number.
+func (s *Store) waiterID(slot uint64) string {
+	return fmt.Sprintf("%s.%x", s.id, slot)
 }
 
 // leave gives the place up, unless the waiter holds the name: deleting its
 // key wakes the waiter behind. A key whose put had an unknown outcome (the
 // caller's context ended, a timeout) is deleted too: left there, it would
-// stand before every later waiter for as long as the session lives.
+// stand before every later waiter for as long as the session lives. The
+// slot goes back once no key of it can be there (grants.go): at once when
+// none was put (or the grant was made without it), after a delete that
+// succeeded, or, for a waiter that holds the name, after its release.
 func (s *Store) leave(q *place) {
-	if q.granted || !q.put {
+	switch {
+	case !q.put, q.granted && q.rev == 0:
+		s.freeSlot(q.h, q.slot)
+		return
+	case q.granted:
 		return
 	}
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout)
 		defer cancel()
-		_, _ = s.client.Delete(ctx, q.key)
+		if _, err := s.client.Delete(ctx, q.key); err == nil {
+			s.freeSlot(q.h, q.slot)
+		}
 	})
 }
 

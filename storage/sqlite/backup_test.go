@@ -1,19 +1,17 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
@@ -66,18 +64,10 @@ func killedStore(t *testing.T, n int) (string, token.Token) {
 	path := filepath.Join(t.TempDir(), "picket.db")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := child(t, ctx, "grant-loop", path, "k", 0)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(stdout)
+	p := childtest.Start(t, ctx, "grant-loop", childOptions(path, "k", 0))
 	var highest token.Token
 	for got := 0; got < n; {
-		line, err := r.ReadString('\n')
+		line, err := p.Line(0)
 		if err != nil {
 			t.Fatalf("child: %v", err)
 		}
@@ -89,9 +79,8 @@ func killedStore(t *testing.T, n int) (string, token.Token) {
 			highest, got = tok, got+1
 		}
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	go io.Copy(io.Discard, r)
-	cmd.Wait()
+	p.Kill()
+	p.Wait(0)
 	return path, highest
 }
 

@@ -10,28 +10,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
 // The crash and multi-process tests re-execute the test binary as a child
-// process: PICKET_TEST_CHILD names what the child does, PICKET_TEST_DB the
-// file, PICKET_TEST_N how many rounds, PICKET_TEST_ID the child's name.
-// A child prints one line per acknowledged token ("token N"), "ready" once
-// its store is open, and "error ..." for anything unexpected.
-const childEnv = "PICKET_TEST_CHILD"
-
-func TestMain(m *testing.M) {
-	if mode := os.Getenv(childEnv); mode != "" {
-		os.Exit(runChild(mode))
+// process (internal/childtest): the registered function's name says what
+// the child does, PICKET_TEST_DB the file, PICKET_TEST_N how many rounds,
+// PICKET_TEST_ID the child's name. A child of runChild prints one line per
+// acknowledged token ("token N"), "ready" once its store is open, and
+// "error ..." for anything unexpected.
+func init() {
+	for _, mode := range []string{"shared", "distinct", "grant-loop", "hot", "wait-once"} {
+		childtest.Register(mode, func() int { return runChild(mode) })
 	}
-	os.Exit(m.Run())
 }
 
+func TestMain(m *testing.M) { childtest.Main(m) }
+
 func runChild(mode string) int {
-	if run, ok := faultChildren[mode]; ok { // faultchild_test.go
-		return run()
-	}
 	path := os.Getenv("PICKET_TEST_DB")
 	id := os.Getenv("PICKET_TEST_ID")
 	n, _ := strconv.Atoi(os.Getenv("PICKET_TEST_N"))

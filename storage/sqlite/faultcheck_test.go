@@ -1,19 +1,16 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/token"
 )
 
@@ -61,42 +58,25 @@ func parseRun(out []byte) childRun {
 // the caller kills it (or it kills itself) and calls finish.
 func startFault(t *testing.T, ctx context.Context, mode, path, id string, env ...string) (cmd *exec.Cmd, ready func() error, finish func() childRun) {
 	t.Helper()
-	cmd = child(t, ctx, mode, path, id, 0)
-	cmd.Env = append(cmd.Env, env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var head strings.Builder
-	r := bufio.NewReader(stdout)
+	p := childtest.Start(t, ctx, mode, childOptions(path, id, 0, env...))
 	ready = func() error {
 		for {
-			line, err := r.ReadString('\n')
-			head.WriteString(line)
+			line, err := p.Line(0)
 			if err != nil {
-				return fmt.Errorf("child said %q: %w", head.String(), err)
+				return fmt.Errorf("child said %q: %w", p.Output(), err)
 			}
-			if line == "ready\n" {
+			if line == "ready" {
 				return nil
 			}
 		}
 	}
 	finish = func() childRun {
-		rest, _ := io.ReadAll(r)
-		err := cmd.Wait()
-		run := parseRun(append([]byte(head.String()), rest...))
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				run.killed = true
-			}
-		}
+		p.Wait(0)
+		run := parseRun(p.Output())
+		run.killed = p.Killed()
 		return run
 	}
-	return cmd, ready, finish
+	return p.Cmd, ready, finish
 }
 
 // tokenLog checks the tokens of a series of child runs against the promise:

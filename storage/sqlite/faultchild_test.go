@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -28,9 +29,9 @@ import (
 //	                         power-loss control's naive mode)
 //	PICKET_TEST_CRASH_POINT  the hook point to die at ("crash" mode)
 //	PICKET_TEST_CRASH_BATCH  at its Nth call
-var faultChildren = map[string]func() int{
-	"crash": crashChild,
-	"power": grantChild,
+func init() {
+	childtest.Register("crash", crashChild)
+	childtest.Register("power", grantChild)
 }
 
 // faultWorkers is how many goroutines of a child grant at once, so that

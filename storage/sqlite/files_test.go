@@ -14,12 +14,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
 func init() {
-	faultChildren["read-only"] = readOnlyChild
+	childtest.Register("read-only", readOnlyChild)
 }
 
 // openModes lists the files of the store at path (database, -wal, -shm)
@@ -126,11 +127,11 @@ func TestFilesPrivateNotOwner(t *testing.T) {
 	if err := os.WriteFile(cp, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := child(t, t.Context(), "wal-hold", path, "nobody", 0)
-	cmd.Path, cmd.Args[0] = cp, cp
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	cmd.Stdin = strings.NewReader("")
+	o := childOptions(path, "nobody", 0)
+	o.Exe, o.Dir = cp, dir
+	o.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	o.Stdin = strings.NewReader("")
+	cmd := childtest.Command(t, t.Context(), "wal-hold", o)
 	out, err := cmd.Output()
 	got := strings.TrimSpace(string(out))
 	if err != nil || !strings.HasPrefix(got, "open-error not-private") || !strings.Contains(got, "chmod 600") {

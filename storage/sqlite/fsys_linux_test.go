@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-kit/log"
 	"golang.org/x/sys/unix"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
@@ -70,19 +70,10 @@ func TestOverlayRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s := mustOpenPath(t, filepath.Join(upper, "picket.db"))
-	cmd := child(t, ctx, "grant-loop", filepath.Join(merged, "picket.db"), "merged", 0)
-	stdout, err := cmd.StdoutPipe()
+	p := childtest.Start(t, ctx, "grant-loop", childOptions(filepath.Join(merged, "picket.db"), "merged", 0))
+	first, err := p.Line(0)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	first := "exited"
-	if sc.Scan() {
-		first = sc.Text()
+		first = "exited"
 	}
 	seen := map[token.Token]string{}
 	var dups []string
@@ -98,8 +89,12 @@ func TestOverlayRefused(t *testing.T) {
 		var mu sync.Mutex
 		childToks := make(chan token.Token, 1<<16)
 		go func() {
-			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), "token "); ok {
+			for {
+				line, err := p.Line(0)
+				if err != nil {
+					break
+				}
+				if v, ok := strings.CutPrefix(line, "token "); ok {
 					if tok, err := token.Parse(v); err == nil {
 						childToks <- tok
 					}
@@ -123,7 +118,7 @@ func TestOverlayRefused(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		cmd.Process.Kill()
+		p.Kill()
 		for tok := range childToks {
 			note(tok, "merged")
 		}

@@ -6,15 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
-func init() { faultChildren["gate-freeze"] = gateFreezeChild }
+func init() { childtest.Register("gate-freeze", gateFreezeChild) }
 
 // gateFreezeChild opens PICKET_TEST_DB and stops itself (SIGSTOP) while
 // Open holds the file's gate, after printing "frozen".
@@ -49,22 +49,13 @@ func TestGateFrozenProcess(t *testing.T) {
 	s := mustOpenPath(t, path)
 	g := acquire(t, s, "job", "h", time.Hour)
 
-	cmd := child(t, ctx, "gate-freeze", path, "frozen", 0)
-	out := &lockedBuffer{}
-	cmd.Stdout = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	p := childtest.Start(t, ctx, "gate-freeze", childOptions(path, "frozen", 0))
 	deadline := time.Now().Add(30 * time.Second)
-	for !stopped(cmd.Process.Pid) && time.Now().Before(deadline) {
+	for !stopped(p.Pid()) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !stopped(cmd.Process.Pid) || !strings.Contains(out.String(), "frozen") {
-		t.Fatalf("the child did not stop while joining: %q", out.String())
+	if out := string(p.Output()); !stopped(p.Pid()) || !strings.Contains(out, "frozen") {
+		t.Fatalf("the child did not stop while joining: %q", out)
 	}
 
 	start := time.Now()
@@ -74,8 +65,8 @@ func TestGateFrozenProcess(t *testing.T) {
 		s2.Close()
 	}
 	t.Logf("Open beside the stopped process: %v after %v", err, took.Round(time.Millisecond))
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(cmd.Process.Pid)) || !strings.Contains(err.Error(), "kill -CONT") {
-		t.Errorf("Open beside the stopped process: %v; want an error naming process %d and kill -CONT", err, cmd.Process.Pid)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(p.Pid())) || !strings.Contains(err.Error(), "kill -CONT") {
+		t.Errorf("Open beside the stopped process: %v; want an error naming process %d and kill -CONT", err, p.Pid())
 	}
 	if took > 6*time.Second {
 		t.Errorf("Open waited %v for the stopped process", took)
@@ -88,8 +79,8 @@ func TestGateFrozenProcess(t *testing.T) {
 	if took > 6*time.Second {
 		t.Errorf("Close waited %v for the stopped process", took)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	p.Kill()
+	p.Wait(0)
 
 	s = mustOpenPath(t, path)
 	if g2 := acquire(t, s, "next", "h", time.Hour); g2.Token <= g.Token {
@@ -108,23 +99,4 @@ func stopped(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
-}
-
-// lockedBuffer is a bytes.Buffer safe for a child's output copier and the
-// test together.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

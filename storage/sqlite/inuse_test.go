@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -15,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
 )
 
-func init() { faultChildren["reader"] = readerChild }
+func init() { childtest.Register("reader", readerChild) }
 
 // readerChild holds a read transaction on PICKET_TEST_DB, as an sqlite3
 // query or Litestream does: it reads the counter inside BEGIN, prints
@@ -52,27 +52,15 @@ func readerChild() int {
 // taken; closing the returned writer ends it.
 func startReader(t *testing.T, path string) (stop func()) {
 	t.Helper()
-	cmd := child(t, t.Context(), "reader", path, "reader", 0)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "reading" {
-		t.Fatalf("the reader said %q", sc.Text())
+	p := childtest.Start(t, t.Context(), "reader", childOptions(path, "reader", 0))
+	if l, _ := p.Line(0); l != "reading" {
+		t.Fatalf("the reader said %q", l)
 	}
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			stdin.Close()
-			cmd.Wait()
+			p.CloseStdin()
+			p.Wait(0)
 		})
 	}
 	t.Cleanup(stop)
@@ -164,7 +152,7 @@ func TestInUseMarkOldReader(t *testing.T) {
 	})
 }
 
-func init() { faultChildren["sqlite-read"] = sqliteReadChild }
+func init() { childtest.Register("sqlite-read", sqliteReadChild) }
 
 // sqliteReadChild reads PICKET_TEST_DB once with a plain SQLite connection
 // and closes it, as `sqlite3 picket.db 'SELECT ...'` does (used where the

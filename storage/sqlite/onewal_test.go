@@ -1,13 +1,11 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,13 +14,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
 )
 
 func init() {
-	faultChildren["wal-hold"] = walHoldChild
+	childtest.Register("wal-hold", walHoldChild)
 }
 
 // walHoldChild opens PICKET_TEST_DB — first bind-mounting PICKET_TEST_BIND
@@ -106,8 +105,7 @@ func openErrorKind(err error) string {
 
 // walChild is a running walHoldChild.
 type walChild struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	p     *childtest.Proc
 	lines []string // what it printed up to "ready" or its exit
 }
 
@@ -115,43 +113,29 @@ type walChild struct {
 // mount namespace if newNS, and reads its output up to "ready" or its exit.
 func startWALChild(t *testing.T, path string, newNS bool, env ...string) *walChild {
 	t.Helper()
-	cmd := child(t, t.Context(), "wal-hold", path, "wal", 0)
-	cmd.Env = append(cmd.Env, env...)
+	o := childOptions(path, "wal", 0, env...)
 	if newNS {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+		o.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &walChild{cmd: cmd, stdin: stdin}
+	c := &walChild{p: childtest.Start(t, t.Context(), "wal-hold", o)}
 	t.Cleanup(func() { c.stop() })
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		line := sc.Text()
+	for {
+		line, err := c.p.Line(0)
+		if err != nil {
+			break
+		}
 		c.lines = append(c.lines, line)
 		if line == "ready" || strings.HasPrefix(line, "open-error") || strings.HasPrefix(line, "error") {
 			break
 		}
 	}
-	go io.Copy(io.Discard, stdout)
 	return c
 }
 
 // stop closes the child's stdin and waits for it.
 func (c *walChild) stop() {
-	if c.stdin != nil {
-		c.stdin.Close()
-		c.stdin = nil
-		c.cmd.Wait()
-	}
+	c.p.CloseStdin()
+	c.p.Wait(0)
 }
 
 // refused returns the kind of the child's refused Open, or "".

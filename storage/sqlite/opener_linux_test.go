@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,11 +14,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
-func init() { faultChildren["opener"] = openerChild }
+func init() { childtest.Register("opener", openerChild) }
 
 // openerChild is one opener of PICKET_TEST_DB in a process of its own,
 // driven line by line on its stdin. It prints "open ok", or "open-error
@@ -55,15 +55,7 @@ func openerChild() int {
 		switch {
 		case len(f) == 3 && f[0] == "acquire":
 			ttl, _ := time.ParseDuration(f[2])
-			g, err := s.Acquire(ctx, lease.AcquireRequest{Name: f[1], Holder: "child", Owner: "child", TTL: ttl})
-			switch {
-			case err == nil:
-				fmt.Printf("granted %d\n", g.Token)
-			case errors.Is(err, lease.ErrHeld):
-				fmt.Println("held")
-			default:
-				fmt.Printf("error %v\n", err)
-			}
+			printAcquire(ctx, s, f[1], ttl)
 		case len(f) == 1 && f[0] == "health":
 			if err := s.Health(ctx); err != nil {
 				fmt.Printf("health-error %v\n", err)
@@ -84,12 +76,24 @@ func openerChild() int {
 	return 0
 }
 
+// printAcquire acquires name for ttl as holder "child" and prints the
+// answer: "granted <token>", "held" or "error <err>".
+func printAcquire(ctx context.Context, s *sqlite.Store, name string, ttl time.Duration) {
+	g, err := s.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: "child", Owner: "child", TTL: ttl})
+	switch {
+	case err == nil:
+		fmt.Printf("granted %d\n", g.Token)
+	case errors.Is(err, lease.ErrHeld):
+		fmt.Println("held")
+	default:
+		fmt.Printf("error %v\n", err)
+	}
+}
+
 // opener is a running openerChild.
 type opener struct {
 	t      *testing.T
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	out    *bufio.Scanner
+	p      *childtest.Proc
 	opened string // its first line: "open ok" or "open-error ..."
 }
 
@@ -98,43 +102,27 @@ type opener struct {
 // first line.
 func startOpener(t *testing.T, path string, wrap []string, env ...string) *opener {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append(append([]string{}, wrap...), exe, "-test.run=^$")
-	cmd := exec.CommandContext(t.Context(), args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), childEnv+"=opener", "PICKET_TEST_DB="+path)
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	o := &opener{t: t, cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	p := childtest.Start(t, t.Context(), "opener", childtest.Options{
+		Wrap: wrap, Env: append([]string{"PICKET_TEST_DB=" + path}, env...),
+	})
+	o := &opener{t: t, p: p}
 	t.Cleanup(o.stop)
 	o.opened = o.line()
 	return o
 }
 
 func (o *opener) line() string {
-	if !o.out.Scan() {
+	l, err := o.p.Line(0)
+	if err != nil {
 		return "exited"
 	}
-	return o.out.Text()
+	return l
 }
 
 // do sends one command and returns the child's answer.
 func (o *opener) do(cmd string) string {
 	o.t.Helper()
-	if _, err := fmt.Fprintln(o.stdin, cmd); err != nil {
+	if err := o.p.Send(cmd); err != nil {
 		return "exited"
 	}
 	return o.line()
@@ -152,11 +140,8 @@ func (o *opener) refused() string {
 
 // stop closes the child's stdin (it closes its store) and waits for it.
 func (o *opener) stop() {
-	if o.stdin != nil {
-		o.stdin.Close()
-		o.stdin = nil
-		o.cmd.Wait()
-	}
+	o.p.CloseStdin()
+	o.p.Wait(0)
 }
 
 // granted parses "granted N"; 0 for any other answer.

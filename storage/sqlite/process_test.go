@@ -1,35 +1,30 @@
 package sqlite_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"io"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/token"
 )
 
-// child starts the test binary as a child process in mode.
+// childOptions are the options of a child in mode on the file path, named
+// id, for n rounds, with env added (child_test.go).
+func childOptions(path, id string, n int, env ...string) childtest.Options {
+	return childtest.Options{Env: append([]string{"PICKET_TEST_DB=" + path, "PICKET_TEST_ID=" + id, "PICKET_TEST_N=" + strconv.Itoa(n)}, env...)}
+}
+
+// child returns the command of a child process in mode, not started.
 func child(t testing.TB, ctx context.Context, mode, path, id string, n int) *exec.Cmd {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode, "PICKET_TEST_DB="+path, "PICKET_TEST_ID="+id, "PICKET_TEST_N="+strconv.Itoa(n))
-	cmd.Stderr = os.Stderr
-	return cmd
+	return childtest.Command(t, ctx, mode, childOptions(path, id, n))
 }
 
 // parseTokens reads a child's complete output lines: its tokens in order,
@@ -133,35 +128,19 @@ func TestKill(t *testing.T) {
 	var highest token.Token // highest acknowledged token so far
 	var granted int
 	for k := 0; k < kills && ctx.Err() == nil; k++ {
-		cmd := child(t, ctx, "grant-loop", path, strconv.Itoa(k), 0)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		r := bufio.NewReader(stdout)
-		ready, err := r.ReadString('\n')
-		if err != nil || ready != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
+		p := childtest.Start(t, ctx, "grant-loop", childOptions(path, strconv.Itoa(k), 0))
+		if ready, err := p.Line(0); err != nil || ready != "ready" {
+			p.Kill()
+			p.Wait(0)
 			t.Fatalf("kill %d: child said %q, %v; want ready", k, ready, err)
 		}
-		copied := make(chan error, 1)
-		go func() {
-			_, err := io.Copy(&out, r)
-			copied <- err
-		}()
 		time.Sleep(time.Duration(2+rand.IntN(100)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := p.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		<-copied
-		cmd.Wait()
+		p.Wait(0)
 
-		toks, other := parseTokens(out.Bytes())
+		toks, other := parseTokens(p.Output())
 		if len(other) > 0 {
 			t.Errorf("kill %d: child printed %q", k, other)
 		}

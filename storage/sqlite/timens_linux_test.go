@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
-func init() { faultChildren["timens"] = timensChild }
+func init() { childtest.Register("timens", timensChild) }
 
 // timensChild runs in a time namespace whose boot clock reads an hour more
 // (under unshare -T --boottime 3600): it opens PICKET_TEST_DB, says its
@@ -41,15 +42,7 @@ func timensChild() int {
 		return 1
 	}
 	defer s.Close()
-	g, err := s.Acquire(context.Background(), lease.AcquireRequest{Name: "job", Holder: "child", Owner: "child", TTL: time.Minute})
-	switch {
-	case err == nil:
-		fmt.Printf("granted %d\n", g.Token)
-	case errors.Is(err, lease.ErrHeld):
-		fmt.Println("held")
-	default:
-		fmt.Printf("error %v\n", err)
-	}
+	printAcquire(context.Background(), s, "job", time.Minute) // opener_linux_test.go
 	return 0
 }
 
@@ -72,11 +65,12 @@ func timensTry(t *testing.T, legacy bool) (epoch, result string) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, unshare, "-T", "--boottime", "3600", os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=timens", "PICKET_TEST_DB="+s.Path())
+	o := childtest.Options{Wrap: []string{unshare, "-T", "--boottime", "3600"}, Env: []string{"PICKET_TEST_DB=" + s.Path()}}
 	if legacy {
-		cmd.Env = append(cmd.Env, "PICKET_TEST_LEGACY_EPOCH=1")
+		o.Env = append(o.Env, "PICKET_TEST_LEGACY_EPOCH=1")
 	}
+	cmd := childtest.Command(t, ctx, "timens", o)
+	cmd.Stderr = nil // CombinedOutput takes it
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)

@@ -1,22 +1,19 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
@@ -24,31 +21,21 @@ import (
 
 // startChild starts a waiter child (waiters_child_test.go) with extra
 // environment, and returns its output lines as they come.
-func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int, env ...string) (*exec.Cmd, <-chan string) {
+func startChild(t testing.TB, ctx context.Context, mode, path, id string, n int, env ...string) (*childtest.Proc, <-chan string) {
 	t.Helper()
-	cmd := child(t, ctx, mode, path, id, n)
-	cmd.Env = append(cmd.Env, env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := childtest.Start(t, ctx, mode, childOptions(path, id, n, env...))
 	lines := make(chan string, 1<<16)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
+		for {
+			l, err := p.Line(0)
+			if err != nil {
+				return
+			}
+			lines <- l
 		}
-		_, _ = io.Copy(io.Discard, stdout)
 	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd, lines
+	return p, lines
 }
 
 // nextLine returns the child's next line, failing after 30 s.
@@ -212,6 +199,22 @@ func TestWaitersManyProcesses(t *testing.T) {
 	t.Log(summary)
 }
 
+// childQueuedBehind opens a store on a new file, grants "hot" to A for a
+// minute and starts a wait-once child named id (a one-minute wait); it
+// returns once the child's row is queued behind A.
+func childQueuedBehind(t *testing.T, ctx context.Context, id string) (*sqlite.Store, lease.Grant, *childtest.Proc, <-chan string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "picket.db")
+	s := mustOpenPath(t, path)
+	g := acquire(t, s, "hot", "A", time.Minute)
+	child, lines := startChild(t, ctx, "wait-once", path, id, 1, "PICKET_TEST_WAIT=1m")
+	if l := nextLine(t, lines); l != "ready" {
+		t.Fatalf("child: %q", l)
+	}
+	waitRows(t, s, "hot", 1)
+	return s, g, child, lines
+}
+
 // deadWaiterRun: a child process queues for a held name and is killed with
 // SIGKILL; a waiter in this process queues behind it, and the holder
 // releases at once. It returns what the store says of the name as soon as
@@ -219,19 +222,12 @@ func TestWaitersManyProcesses(t *testing.T) {
 // transaction: C's lease, or the child's, owner "dead") and the answer of
 // this process's waiter (nil error and holder "C" when served).
 func deadWaiterRun(t *testing.T) (lease.Info, waitResult) {
-	path := filepath.Join(t.TempDir(), "picket.db")
-	s := mustOpenPath(t, path)
 	ctx := ctxT(t)
-	g := acquire(t, s, "hot", "A", time.Minute)
-	cmd, lines := startChild(t, ctx, "wait-once", path, "dead", 1, "PICKET_TEST_WAIT=1m")
-	if l := nextLine(t, lines); l != "ready" {
-		t.Fatalf("child: %q", l)
-	}
-	waitRows(t, s, "hot", 1)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	s, g, child, _ := childQueuedBehind(t, ctx, "dead")
+	if err := child.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = child.Wait(0)
 	c := startWaiter(ctx, s, "hot", "C")
 	waitParked(t, s, "hot", 1)
 	waitRows(t, s, "hot", 2) // the dead row, then C's
@@ -349,16 +345,9 @@ func TestWaiterWakeUpAcrossProcesses(t *testing.T) {
 // answer; then it thaws the child, releases C's grant and checks that the
 // child, granted after, did not overlap C.
 func frozenWaiterRun(t *testing.T) waitResult {
-	path := filepath.Join(t.TempDir(), "picket.db")
-	s := mustOpenPath(t, path)
 	ctx := ctxT(t)
-	g := acquire(t, s, "hot", "A", time.Minute)
-	cmd, lines := startChild(t, ctx, "wait-once", path, "frozen", 1, "PICKET_TEST_WAIT=1m")
-	if l := nextLine(t, lines); l != "ready" {
-		t.Fatalf("child: %q", l)
-	}
-	waitRows(t, s, "hot", 1)
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	s, g, child, lines := childQueuedBehind(t, ctx, "frozen")
+	if err := child.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	c := make(chan waitResult, 1)
@@ -373,7 +362,7 @@ func frozenWaiterRun(t *testing.T) waitResult {
 	}
 	r := receive(t, c)
 	t.Logf("C answered %v after the release: token %d, %v", time.Since(released).Round(time.Millisecond), r.grant.Token, r.err)
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := child.Cont(); err != nil {
 		t.Fatal(err)
 	}
 	if r.err != nil {

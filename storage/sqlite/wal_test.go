@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
 )
@@ -125,7 +126,7 @@ func walSize(t *testing.T, path string) int64 {
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
 
-func init() { faultChildren["wal-reader"] = walReaderChild }
+func init() { childtest.Register("wal-reader", walReaderChild) }
 
 // walReaderChild is a long reader of another process, as an sqlite3 shell
 // left in a transaction is: it opens PICKET_TEST_DB with plain SQLite,
@@ -193,8 +194,8 @@ func TestWALLongReader(t *testing.T) {
 		t.Errorf("Stats.WAL = %d; want the -wal's size, over 32 MB (stat: %d)", st.WAL, walSize(t, path))
 	}
 	t.Logf("behind the reader the -wal grew to %.1f MB; Stats.WAL %.1f MB; warned", mb(big), mb(st.WAL))
-	reader.Process.Kill()
-	reader.Wait()
+	reader.Kill()
+	reader.Wait(0)
 	idle := time.Now()
 	for walSize(t, path) > walTarget && time.Since(idle) < 30*time.Second {
 		time.Sleep(100 * time.Millisecond)

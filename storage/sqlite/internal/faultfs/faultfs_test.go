@@ -1,13 +1,11 @@
 package faultfs_test
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	_ "modernc.org/sqlite"
 
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/storage/sqlite/internal/faultfs"
 )
 
@@ -216,20 +215,11 @@ func TestSQLite(t *testing.T) {
 		t.Run(tc.sync, func(t *testing.T) {
 			f := mount(t)
 			path := filepath.Join(f.Dir(), "t.db")
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+path, "SYNC="+tc.sync)
-			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			line, err := bufio.NewReader(out).ReadString('\n')
-			cmd.Process.Kill()
-			cmd.Wait()
-			if line != "committed 10\n" {
+			p := childtest.Start(t, nil, "sqlite", childtest.Options{Env: []string{"FAULTFS_TEST_DB=" + path, "SYNC=" + tc.sync}})
+			line, err := p.Line(0)
+			p.Kill()
+			p.Wait(0)
+			if line != "committed 10" {
 				t.Fatalf("child said %q, %v", line, err)
 			}
 			before := names(t, f.Dir())
@@ -256,14 +246,11 @@ func TestSQLite(t *testing.T) {
 	}
 }
 
-const childEnv = "FAULTFS_TEST_CHILD"
-
-func TestMain(m *testing.M) {
-	if path := os.Getenv(childEnv); path != "" {
-		os.Exit(sqliteChild(path, os.Getenv("SYNC")))
-	}
-	os.Exit(m.Run())
+func init() {
+	childtest.Register("sqlite", func() int { return sqliteChild(os.Getenv("FAULTFS_TEST_DB"), os.Getenv("SYNC")) })
 }
+
+func TestMain(m *testing.M) { childtest.Main(m) }
 
 // sqliteChild commits 10 rows, two connections open, says so and waits to
 // be killed.
