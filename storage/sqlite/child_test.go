@@ -22,7 +22,7 @@ import (
 // acknowledged token ("token N"), "ready" once its store is open, and
 // "error ..." for anything unexpected.
 func init() {
-	for _, mode := range []string{"shared", "distinct", "grant-loop", "hot", "wait-once"} {
+	for _, mode := range []string{"shared", "distinct", "grant-loop", "hot", "wait-once", "watch", "watch-stamp"} {
 		childtest.Register(mode, func() int { return runChild(mode) })
 	}
 }
