@@ -32,13 +32,16 @@ import (
 //     the CPU each uses while it waits (/proc/PID/stat, for -d).
 //
 // It prints grants/s of both, their ratio, the spread of the per-process
-// shares, and the idle waiters' CPU in % of a core.
+// shares, the CPU time each spends per grant (user + system, all processes
+// together; the goroutines' process alone), and the idle waiters' CPU in %
+// of a core. On a shared machine the rate moves with the other jobs; the CPU
+// per grant much less.
 
 // benchProcCommand is the hidden subcommand of a bench process:
 // "picket __bench-proc loop|idle FILE NAME HOLD". It prints "ready" once
 // the file is open; a loop process then waits for a line "go D" on stdin,
-// runs for D and prints "grants N"; an idle process waits for the name
-// until stdin closes.
+// runs for D and prints "grants N cpu NS" (its CPU time over the loop, in
+// nanoseconds); an idle process waits for the name until stdin closes.
 const benchProcCommand = "__bench-proc"
 
 // procsRow is one step of the sweep.
@@ -46,6 +49,7 @@ type procsRow struct {
 	N                   int
 	Procs, Goroutines   float64 // grants/s
 	MinShare, MaxShare  float64 // per-process grants over the mean
+	ProcsCPU, GorCPU    float64 // CPU time per grant, µs
 	IdleCPU             float64 // % of a core, per idle waiting process (mean)
 	ProcErrs, IdleProcs int
 }
@@ -73,7 +77,7 @@ func runBenchProcs(ctx context.Context, e *env, db string, counts []int, d, hold
 	for i, n := range counts {
 		name := fmt.Sprintf("bench/procs/%d/%d", os.Getpid(), n)
 		r := procsRow{N: n}
-		shares, err := benchProcesses(ctx, self, db, name+"/p", n, d, hold)
+		shares, cpu, err := benchProcesses(ctx, self, db, name+"/p", n, d, hold)
 		if err != nil {
 			return err
 		}
@@ -81,14 +85,21 @@ func runBenchProcs(ctx context.Context, e *env, db string, counts []int, d, hold
 		for _, c := range shares {
 			total += c
 		}
+		if total > 0 {
+			r.ProcsCPU = float64(cpu.Microseconds()) / float64(total)
+		}
 		r.Procs = float64(total) / d.Seconds()
 		if total > 0 {
 			mean := float64(total) / float64(n)
 			r.MinShare, r.MaxShare = float64(slices.Min(shares))/mean, float64(slices.Max(shares))/mean
 		}
 		fmt.Fprintf(e.stderr, "[%d/%d] %d processes: %.0f grants/s\n", i+1, len(counts), n, r.Procs)
+		before := selfCPU()
 		if r.Goroutines, err = benchGoroutines(ctx, st, name+"/g", n, d, hold); err != nil {
 			return err
+		}
+		if r.Goroutines > 0 {
+			r.GorCPU = float64((selfCPU() - before).Microseconds()) / (r.Goroutines * d.Seconds())
 		}
 		fmt.Fprintf(e.stderr, "[%d/%d] %d goroutines: %.0f grants/s\n", i+1, len(counts), n, r.Goroutines)
 		if r.IdleCPU, err = benchIdle(ctx, st, self, db, name+"/idle", n, d); err != nil {
@@ -98,18 +109,20 @@ func runBenchProcs(ctx context.Context, e *env, db string, counts []int, d, hold
 		rows = append(rows, r)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "contenders\tprocesses grants/s\tgoroutines grants/s\tratio\tshare min-max\tidle waiter CPU %%\t\n")
+	fmt.Fprintf(w, "contenders\tprocesses grants/s\tgoroutines grants/s\tratio\tshare min-max\tCPU µs/grant processes\tgoroutines\tidle waiter CPU %%\t\n")
 	for _, r := range rows {
 		ratio := 0.0
 		if r.Goroutines > 0 {
 			ratio = r.Procs / r.Goroutines
 		}
-		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.2fx\t%.2f-%.2f\t%.3f\t\n", r.N, r.Procs, r.Goroutines, ratio, r.MinShare, r.MaxShare, r.IdleCPU)
+		fmt.Fprintf(w, "%d\t%.0f\t%.0f\t%.2fx\t%.2f-%.2f\t%.0f\t%.0f\t%.3f\t\n", r.N, r.Procs, r.Goroutines, ratio, r.MinShare, r.MaxShare,
+			r.ProcsCPU, r.GorCPU, r.IdleCPU)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "(hold %v, %v per step; share: a process's grants over the mean; idle CPU: %% of one core per waiting process)\n", hold, d)
+	_, err = fmt.Fprintf(e.stdout, "(hold %v, %v per step; share: a process's grants over the mean; CPU µs/grant: user + system time "+
+		"of all the loop processes, or of this process, per grant; idle CPU: %% of one core per waiting process)\n", hold, d)
 	return err
 }
 
@@ -192,27 +205,30 @@ func stopAll(ps []*benchProc) {
 }
 
 // benchProcesses runs n loop processes together for d and returns each
-// one's grants.
-func benchProcesses(ctx context.Context, self, db, name string, n int, d, hold time.Duration) ([]int, error) {
+// one's grants and the CPU time they used in all.
+func benchProcesses(ctx context.Context, self, db, name string, n int, d, hold time.Duration) ([]int, time.Duration, error) {
 	ps, err := startAll(self, "loop", db, name, n, hold)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer stopAll(ps)
 	for _, p := range ps {
 		fmt.Fprintf(p.in, "go %s\n", d)
 	}
 	counts := make([]int, n)
+	var cpu time.Duration
 	for i, p := range ps {
 		l, err := p.line()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		if _, err := fmt.Sscanf(l, "grants %d", &counts[i]); err != nil {
-			return nil, fmt.Errorf("bench process: %q", l)
+		var ns int64
+		if _, err := fmt.Sscanf(l, "grants %d cpu %d", &counts[i], &ns); err != nil {
+			return nil, 0, fmt.Errorf("bench process: %q", l)
 		}
+		cpu += time.Duration(ns)
 	}
-	return counts, ctx.Err()
+	return counts, cpu, ctx.Err()
 }
 
 // benchGoroutines runs n goroutines of the loop on st for d and returns
@@ -354,8 +370,9 @@ func runBenchProc(ctx context.Context, e *env, args []string) error {
 		}
 		c, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
+		before := selfCPU()
 		n, err := benchLoop(c, st, name, hold)
-		fmt.Fprintf(e.stdout, "grants %d\n", n)
+		fmt.Fprintf(e.stdout, "grants %d cpu %d\n", n, selfCPU()-before)
 		return err
 	case "idle":
 		fmt.Fprintln(e.stdout, "waiting")

@@ -236,7 +236,8 @@ func TestBenchUsage(t *testing.T) {
 
 // TestBenchProcs: picket bench -procs runs N picket processes on one file
 // against N goroutines, and N idle waiters, and prints a row per N with
-// grants in both and each process served; bad values are usage errors.
+// grants in both, each process served and the CPU time per grant of both;
+// bad values are usage errors.
 func TestBenchProcs(t *testing.T) {
 	db := tempDB(t)
 	r := runPicket(t, "bench", "-db", db, "-procs", "1,3", "-d", "300ms")
@@ -246,15 +247,15 @@ func TestBenchProcs(t *testing.T) {
 	for _, n := range []string{"1", "3"} {
 		var row []string
 		for _, l := range strings.Split(r.stdout, "\n") {
-			if f := strings.Fields(l); len(f) == 6 && f[0] == n {
+			if f := strings.Fields(l); len(f) == 8 && f[0] == n {
 				row = f
 			}
 		}
 		if row == nil {
 			t.Fatalf("no row for %s processes in:\n%s", n, r.stdout)
 		}
-		if row[1] == "0" || row[2] == "0" || strings.HasPrefix(row[4], "0.00-") {
-			t.Errorf("row %v: a column without grants, or a process without a share", row)
+		if row[1] == "0" || row[2] == "0" || strings.HasPrefix(row[4], "0.00-") || row[5] == "0" || row[6] == "0" {
+			t.Errorf("row %v: a column without grants, a process without a share, or no CPU time counted", row)
 		}
 	}
 	for _, args := range [][]string{{"-procs", "0"}, {"-procs", "2", "-server", "http://127.0.0.1:1"}, {"-procs", "2", "-hold", "-1s"}} {

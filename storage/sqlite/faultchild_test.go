@@ -29,6 +29,11 @@ import (
 //	                         power-loss control's naive mode)
 //	PICKET_TEST_CRASH_POINT  the hook point to die at ("crash" mode)
 //	PICKET_TEST_CRASH_BATCH  at its Nth call
+//	PICKET_TEST_WAITING      if set, the workers wait (Wait 2 s) for two
+//	                         names held by 20 ms leases, each call with a
+//	                         holder of its own, instead of granting fresh
+//	                         names: nearly every grant is then made in a
+//	                         waiting call's light batch (queue.go)
 func init() {
 	childtest.Register("crash", crashChild)
 	childtest.Register("power", grantChild)
@@ -84,6 +89,7 @@ func grantChild() int {
 	fmt.Println("ready")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	waiting := os.Getenv("PICKET_TEST_WAITING") != ""
 	var mu sync.Mutex // one whole line per write
 	var wg sync.WaitGroup
 	for w := range faultWorkers {
@@ -91,14 +97,18 @@ func grantChild() int {
 			for i := 0; ctx.Err() == nil; i++ {
 				name := fmt.Sprintf("%s/%d/%d", id, w, i)
 				holder := "h-" + name
-				g, err := s.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: holder, TTL: time.Hour})
+				req := lease.AcquireRequest{Name: name, Holder: holder, TTL: time.Hour}
+				if waiting {
+					req.Name, req.TTL, req.Wait = fmt.Sprintf("wait/%d", i%2), 20*time.Millisecond, 2*time.Second
+				}
+				g, err := s.Acquire(ctx, req)
 				mu.Lock()
 				if err != nil {
 					if ctx.Err() == nil {
 						fmt.Printf("error acquire %s: %v\n", name, err)
 					}
 				} else {
-					fmt.Printf("ack %d %s %s\n", g.Token, name, holder)
+					fmt.Printf("ack %d %s %s\n", g.Token, req.Name, holder)
 				}
 				mu.Unlock()
 				if err != nil {
