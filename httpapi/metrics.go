@@ -42,7 +42,7 @@ const (
 //	releases_total                  releases done
 //	lost_total{op}                  renewals and releases answered 409 lost
 //	fenced_rejections_total         fenced writes answered 409 stale_token
-//	acquires_waiting                acquires waiting server-side for a name (wait_ms)
+//	acquires_waiting                long polls waiting server-side: acquires (wait_ms) and watches (wait)
 //	http_request_duration_seconds{op,code}  latency per operation and answer (code "ok" or an error code);
 //	                                acquire includes the time spent waiting
 //	store_batch_size                operations per store commit (group commit), from ObserveBatch
@@ -94,7 +94,7 @@ func NewMetrics() *Metrics {
 		}, []string{"op"}),
 		waiting: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "picket", Name: "acquires_waiting",
-			Help: "Acquires waiting server-side (wait_ms) for a name to come free.",
+			Help: "Long polls waiting server-side: acquires (wait_ms) for a name to come free, and watches (wait) for a change.",
 		}),
 		latency: f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "picket", Name: "http_request_duration_seconds",

@@ -73,6 +73,7 @@ func commands() []command {
 		{"get", "print one live lease as JSON", runGet},
 		{"revoke", "end a lease its holder cannot release (an operator's call; over -server, needs the admin token)", runRevoke},
 		{"history", "print the grant history: grants, releases, expiries, revokes, fenced refusals", runHistory},
+		{"watch", "print a lease's state, then one line per change (grant, renew, release, expiry)", runWatch},
 		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
 		{"health", "say whether the store can grant (exit 0) or not (exit 6)", runHealth},

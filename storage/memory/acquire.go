@@ -70,6 +70,7 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 	if e, live := s.lookup(req.Name, now); e != nil {
 		if live && e.holder == req.Holder {
 			e.ttl, e.expires, e.lockDelay = req.TTL, now+req.TTL, req.LockDelay
+			s.changed(req.Name)
 			return s.grant(req.Name, e, now), nil, nil
 		}
 		held := &lease.HeldError{
@@ -98,6 +99,8 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 	}
 	s.leases[req.Name] = e
 	s.record(lease.Event{Kind: lease.EventGrant, Name: req.Name, Token: e.token, Owner: e.owner}, now)
+	delete(s.ended, req.Name)
+	s.changed(req.Name)
 	return s.grant(req.Name, e, now), nil, nil
 }
 

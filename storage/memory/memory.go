@@ -24,6 +24,8 @@ type Store struct {
 	waiters map[string]*waiters
 	history history                        // history.go
 	revoked map[string]*lease.RevokedError // by name: the last revoke (revoke.go)
+	watches map[string]chan struct{}       // closed at the name's next change (watch.go)
+	ended   map[string]ended               // the last lease that ended on each name (watch.go)
 }
 
 var (
@@ -74,6 +76,8 @@ func New(opts ...Option) *Store {
 		waiters: make(map[string]*waiters),
 		revoked: make(map[string]*lease.RevokedError),
 		history: history{max: lease.DefaultHistoryMaxEvents, maxAge: lease.DefaultHistoryMaxAge},
+		watches: make(map[string]chan struct{}),
+		ended:   make(map[string]ended),
 	}
 	for _, o := range opts {
 		o(s)
@@ -106,6 +110,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		e.ttl = ttl
 	}
 	e.expires = now + e.ttl
+	s.changed(name)
 	return s.grant(name, e, now), nil
 }
 
@@ -127,6 +132,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 	}
 	delete(s.leases, name)
 	s.record(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok, Owner: e.owner}, s.clock.Now())
+	s.end(name, tok, lease.ReasonReleased)
 	s.wake(name)
 	return nil
 }
@@ -197,6 +203,7 @@ func (s *Store) lookup(name string, now time.Duration) (e *entry, live bool) {
 	if now >= e.expires+e.lockDelay {
 		delete(s.leases, name)
 		s.recordExpiry(name, e, now)
+		s.ended[name] = ended{token: e.token, reason: lease.ReasonExpired}
 		return nil, false
 	}
 	return e, now < e.expires

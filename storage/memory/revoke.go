@@ -30,6 +30,7 @@ func (s *Store) Revoke(ctx context.Context, req lease.RevokeRequest) (lease.Info
 	delete(s.leases, req.Name)
 	s.revoked[req.Name] = &lease.RevokedError{Name: req.Name, Token: e.token, Reason: req.Reason, By: req.By, At: s.wall(now, now)}
 	s.record(lease.Event{Kind: lease.EventRevoke, Name: req.Name, Token: e.token, Owner: e.owner, Reason: req.Reason, By: req.By}, now)
+	s.end(req.Name, e.token, lease.ReasonRevoked) // watchers see it (watch.go)
 	s.wake(req.Name)
 	return info, nil
 }

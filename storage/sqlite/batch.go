@@ -119,6 +119,7 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	s.kvCommitted(&b.q)
 	s.queueCommitted(&b)
 	s.historyCommitted(&b)
+	s.watchCommitted(ops) // watch.go
 	return results, b.handedRes, nil
 }
 

@@ -22,7 +22,7 @@ import (
 // acknowledged token ("token N"), "ready" once its store is open, and
 // "error ..." for anything unexpected.
 func init() {
-	for _, mode := range []string{"shared", "distinct", "grant-loop", "hot", "wait-once"} {
+	for _, mode := range []string{"shared", "distinct", "grant-loop", "hot", "wait-once", "watch", "watch-stamp"} {
 		childtest.Register(mode, func() int { return runChild(mode) })
 	}
 }
@@ -49,6 +49,10 @@ func runChild(mode string) int {
 		err = childGrantLoop(ctx, s, id)
 	case "hot", "wait-once":
 		err = waiterChild(ctx, s, mode, id, n) // waiters_child_test.go
+	case "watch":
+		err = watchChild(ctx, s, n) // watch_process_test.go
+	case "watch-stamp":
+		err = watchStampChild(ctx, s) // watch_bench_test.go
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,10 +36,10 @@ func TestWaitingLiveProcesses(t *testing.T) {
 	waitRows(t, s, "hot", 1)
 	waiting("a waiter in another process", map[string]int{"hot": 1})
 
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := cmd.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = cmd.Wait(30 * time.Second)
 	waitRows(t, s, "hot", 1) // the dead row stays
 	waiting("the waiter killed", map[string]int{})
 
