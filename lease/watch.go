@@ -102,3 +102,27 @@ func ValidateWatch(name string, after State) error {
 	}
 	return nil
 }
+
+// MovingClock is a Clock that can jump, as a test's clock does
+// (leasetest.Clock). A watch times a lease's deadline with a timer on
+// real time; on a MovingClock it also looks again whenever the clock
+// moves: Moved returns a channel that is closed the next time it does.
+type MovingClock interface {
+	Clock
+	Moved() <-chan struct{}
+}
+
+// ChangeReason is the Reason of cur, a state not Same as after, as far as
+// the two states tell: a held state is "renewed" if after held the same
+// token and "granted" otherwise; a free state keeps the reason its store
+// gave it (released, expired, revoked). Stores use it to fill
+// State.Reason.
+func ChangeReason(after, cur State) string {
+	if !cur.Held {
+		return cur.Reason
+	}
+	if after.Held && after.Token == cur.Token {
+		return ReasonRenewed
+	}
+	return ReasonGranted
+}

@@ -14,9 +14,10 @@ type Clock struct {
 	now   time.Duration
 	epoch string
 	wall  time.Time
+	moved chan struct{} // closed when the clock moves (Moved)
 }
 
-var _ lease.Clock = (*Clock)(nil)
+var _ lease.MovingClock = (*Clock)(nil)
 
 // NewClock returns a clock at one hour after boot, in epoch "boot-1", whose
 // wall clock reads 2026-01-01T00:00:00Z.
@@ -49,6 +50,7 @@ func (c *Clock) Wall() time.Time {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.move()
 	c.now += d
 	c.wall = c.wall.Add(d)
 }
@@ -58,6 +60,7 @@ func (c *Clock) Advance(d time.Duration) {
 func (c *Clock) JumpWall(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.move()
 	c.wall = c.wall.Add(d)
 }
 
@@ -66,7 +69,28 @@ func (c *Clock) JumpWall(d time.Duration) {
 func (c *Clock) Reboot(epoch string, uptime, down time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.move()
 	c.epoch = epoch
 	c.now = uptime
 	c.wall = c.wall.Add(down)
+}
+
+// Moved returns a channel closed the next time the clock moves (Advance,
+// JumpWall or Reboot): a store's watch looks again at the deadlines it
+// times (lease.MovingClock).
+func (c *Clock) Moved() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.moved == nil {
+		c.moved = make(chan struct{})
+	}
+	return c.moved
+}
+
+// move wakes whoever waits on Moved. c.mu must be held.
+func (c *Clock) move() {
+	if c.moved != nil {
+		close(c.moved)
+		c.moved = nil
+	}
 }

@@ -79,6 +79,11 @@ func (s suite) tests() []namedTest {
 		{"WaitRunsOut", s.testWaitRunsOut},
 		{"WaitCancelled", s.testWaitCancelled},
 		{"Contention", s.testContention},
+		{"WatchFirstRead", s.testWatchFirstRead},
+		{"WatchNoChangeMissed", s.testWatchNoChangeMissed},
+		{"WatchWoken", s.testWatchWoken},
+		{"WatchExpiry", s.testWatchExpiry},
+		{"WatchCancelled", s.testWatchCancelled},
 		{"Manager", s.testManager},
 	}
 }

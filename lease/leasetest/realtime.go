@@ -46,6 +46,11 @@ func (s suite) realTimeTests() []namedTest {
 		{"WaitRunsOut", s.testWaitRunsOut},
 		{"WaitCancelled", s.testWaitCancelled},
 		{"Contention", s.testContention},
+		{"WatchFirstRead", s.testWatchFirstRead},
+		{"WatchNoChangeMissed", s.testWatchNoChangeMissed},
+		{"WatchWoken", s.testWatchWoken},
+		{"RealTimeWatchExpiry", s.testRealTimeWatchExpiry},
+		{"WatchCancelled", s.testWatchCancelled},
 		{"Manager", s.testManager},
 	}
 }

@@ -70,6 +70,7 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 	if e, live := s.lookup(req.Name, now); e != nil {
 		if live && e.holder == req.Holder {
 			e.ttl, e.expires, e.lockDelay = req.TTL, now+req.TTL, req.LockDelay
+			s.changed(req.Name)
 			return s.grant(req.Name, e, now), nil, nil
 		}
 		held := &lease.HeldError{
@@ -97,6 +98,8 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 		lockDelay: req.LockDelay,
 	}
 	s.leases[req.Name] = e
+	delete(s.ended, req.Name)
+	s.changed(req.Name)
 	return s.grant(req.Name, e, now), nil, nil
 }
 

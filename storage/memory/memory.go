@@ -22,6 +22,8 @@ type Store struct {
 	counter token.Token       // the last token handed out
 	leases  map[string]*entry // by name; kept after expiry until lock-delay ends
 	waiters map[string]*waiters
+	watches map[string]chan struct{} // closed at the name's next change (watch.go)
+	ended   map[string]ended         // the last lease that ended on each name (watch.go)
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -66,6 +68,8 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		leases:  make(map[string]*entry),
 		waiters: make(map[string]*waiters),
+		watches: make(map[string]chan struct{}),
+		ended:   make(map[string]ended),
 	}
 	for _, o := range opts {
 		o(s)
@@ -98,6 +102,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 		e.ttl = ttl
 	}
 	e.expires = now + e.ttl
+	s.changed(name)
 	return s.grant(name, e, now), nil
 }
 
@@ -118,6 +123,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 		return fmt.Errorf("memory: release %q: %w", name, lease.ErrLost)
 	}
 	delete(s.leases, name)
+	s.end(name, tok, lease.ReasonReleased)
 	s.wake(name)
 	return nil
 }
@@ -187,6 +193,7 @@ func (s *Store) lookup(name string, now time.Duration) (e *entry, live bool) {
 	}
 	if now >= e.expires+e.lockDelay {
 		delete(s.leases, name)
+		s.ended[name] = ended{token: e.token, reason: lease.ReasonExpired}
 		return nil, false
 	}
 	return e, now < e.expires
