@@ -126,6 +126,7 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	s.epoch.Store(&epoch)
 	s.kvCommitted(&b.q)
 	s.queueCommitted(&b)
+	s.watchCommitted(ops) // watch.go
 	return results, b.handedRes, nil
 }
 

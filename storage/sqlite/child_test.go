@@ -51,6 +51,8 @@ func runChild(mode string) int {
 		err = childGrantLoop(ctx, s, id)
 	case "hot", "wait-once":
 		err = waiterChild(ctx, s, mode, id, n) // waiters_child_test.go
+	case "watch":
+		err = watchChild(ctx, s, n) // watch_process_test.go
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

@@ -45,6 +45,7 @@ type Store struct {
 	lastErr atomic.Pointer[writeFailure] // the last batch's failure; nil after a write commits (health.go)
 	waiters hub                          // the acquires waiting in this Store (hub.go)
 	bell    bell                         // its id in the file, liveness byte and bell (bell.go)
+	watch   watchHub                     // the watches of this Store (watch.go)
 
 	real      string      // the path SQLite opens: symbolic links resolved
 	walBefore string      // the mark of the -wal found at open (files.go)

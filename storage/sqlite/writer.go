@@ -131,7 +131,8 @@ func (s *Store) submit(ctx context.Context, o *op) result {
 // to maxBatch, and commits them as one batch.
 func (s *Store) writeLoop() {
 	defer close(s.done)
-	defer s.unarm() // bell.go: before the read pool and the file's descriptor close
+	defer s.unarm()   // bell.go: before the read pool and the file's descriptor close
+	defer s.unwatch() // watch_linux.go: likewise
 	batch := make([]*op, 0, s.maxBatch)
 	last := 0                               // the size of the previous batch
 	wal := newWALKeeper(s.space.low.Load()) // wal.go
