@@ -283,7 +283,6 @@ func electScenario(t *testing.T, cfg electConfig) {
 			}
 		}
 	}
-	if t.Failed() {
-		t.Logf("events:\n%s", el.dump())
-	}
+	t.Logf("terms %d (candidate %d, paused), %d (candidate %d, resigned), %d (candidate %d); events:\n%s",
+		t1, a, t2, b, third.Token, third.Worker, el.dump())
 }
