@@ -109,6 +109,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
 	if err := lease.ValidateName(name); err != nil {
 		return err
 	}
+	if r.URL.RawQuery != "" {
+		return s.watch(w, r, name) // watch.go
+	}
 	info, err := s.store.Get(r.Context(), name)
 	if err != nil {
 		return err
