@@ -299,44 +299,53 @@ func BenchmarkElectFollowEtcd(b *testing.B) {
 	ef := startFollowers(b, ecfg, electFollowers)
 	ee := concurrency.NewElection(sess, ecfg.Name)
 
-	picket := func(v string) (int64, []int64) {
+	// Each side: latencies from before the campaign was sent, and from its
+	// return to the leader.
+	var pl, pr, el, er latencies
+	picket := func(v string) {
 		sent := sharedNow()
 		t, err := pe.Campaign(ctx, v)
 		if err != nil {
 			b.Fatal(err)
 		}
+		got := sharedNow()
 		ats := pf.await(b, v)
+		pl.add(sent, ats)
+		pr.add(got, ats)
 		t.Resign(ctx)
-		return sent, ats
 	}
-	native := func(v string) (int64, []int64) {
+	native := func(v string) {
 		sent := sharedNow()
 		if err := ee.Campaign(ctx, v); err != nil {
 			b.Fatal(err)
 		}
+		got := sharedNow()
 		ats := ef.await(b, v)
+		el.add(sent, ats)
+		er.add(got, ats)
 		if err := ee.Resign(ctx); err != nil {
 			b.Fatal(err)
 		}
-		return sent, ats
 	}
 	picket("warm-up")
 	native("warm-up")
-	var pl, el latencies
+	pl, pr, el, er = nil, nil, nil, nil
 	b.ResetTimer()
 	for i := range b.N {
 		v := strconv.Itoa(i)
 		if i%2 == 0 {
-			pl.add(picket(v))
-			el.add(native(v))
+			picket(v)
+			native(v)
 		} else {
-			el.add(native(v))
-			pl.add(picket(v))
+			native(v)
+			picket(v)
 		}
 	}
 	b.StopTimer()
 	pl.report(b, "-picket")
 	el.report(b, "-etcd")
+	pr.report(b, "-picket-after-return")
+	er.report(b, "-etcd-after-return")
 	if p := el.q(0.99); p > 0 {
 		b.ReportMetric(float64(pl.q(0.99))/float64(p), "p99-ratio")
 	}
