@@ -12,11 +12,12 @@ import (
 // Info.Token is the last token the store knows ended on it (0 if it knows
 // none) and the rest of Info is zero.
 //
-// Rev tells this state apart from the other states of the name in one
+// Rev tells a held state apart from the other states of the name in one
 // store, and lets a watch resume after it. It is the store's own number and
 // means nothing across stores: storage/sqlite and storage/memory use the
-// lease's deadline on the store's clock (0 when free), storage/etcd the
-// revision at which the state was read or began. Callers pass it back
+// lease's deadline on the store's clock (0 when free); storage/etcd the
+// key's mod revision when held, and the revision the state was read at or
+// began at when free (where its watch resumes). Callers pass it back
 // untouched in Watch's after (over HTTP it travels inside the cursor).
 type State struct {
 	Info
@@ -35,22 +36,26 @@ const (
 	ReasonRevoked  = "revoked"  // an administrator ended the lease
 )
 
-// Same reports whether s and o are one state of a name: equal Held, Token
-// and Rev. Watch returns as soon as the name's state is not Same as after.
+// Same reports whether s and o are one state of a name: equal Held and
+// Token, and, when held, equal Rev. Watch returns as soon as the name's
+// state is not Same as after.
 //
-// Why these three fields suffice, so that no change between two Watch calls
-// is missed, even a grant and a release that both happen between them:
+// Why this suffices, so that no change between two Watch calls is missed,
+// even a grant and a release that both happen between them:
 //   - a grant brings a token never handed out before, so Token differs;
-//   - a renew moves the deadline, so Rev differs (a renew that leaves the
-//     deadline where it was is not a change);
+//   - a renew moves the deadline (a new Rev), so a held state differs (a
+//     renew that leaves the deadline where it was is not a change);
 //   - a release, revoke or expiry clears Held;
 //   - a free name keeps the token that last ended on it, so "free after 5"
 //     and "free after 7" (a grant of 7 and its release in between) differ.
 //
-// Expires is not compared: it is the store's deadline rendered on the wall
-// clock, which moves between two reads of one state.
+// A free state's Rev is not compared: a store may use it as the position
+// to resume from (storage/etcd), and two free states after the same token
+// are one state (the end of a lock-delay is no change). Expires is not
+// compared either: it is the store's deadline rendered on the wall clock,
+// which moves between two reads of one state.
 func (s State) Same(o State) bool {
-	return s.Held == o.Held && s.Token == o.Token && s.Rev == o.Rev
+	return s.Held == o.Held && s.Token == o.Token && (!s.Held || s.Rev == o.Rev)
 }
 
 // String renders s for people: "NAME held by OWNER token T until EXPIRES
