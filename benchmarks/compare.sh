@@ -51,9 +51,7 @@ if [ $# -eq 2 ]; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/picket-compare-XXXXXX")
-trees=()
 cleanup() {
-	for t in "${trees[@]}"; do git -C "$repo" worktree remove --force "$t" >/dev/null 2>&1 || true; done
 	if [ -z "$out" ]; then rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -71,9 +69,12 @@ fi
 build() {
 	(cd "$1/cmd/picket" && go build -o "$2" .)
 }
-checkout() { # checkout COMMIT DIR
-	git -C "$repo" worktree add --detach "$2" "$1" >/dev/null
-	trees+=("$2")
+# checkout COMMIT DIR: the commit's files, exported (git archive): no
+# worktree is registered in the repository, nothing is left behind in it.
+checkout() {
+	rm -rf "$2"
+	mkdir -p "$2"
+	git -C "$repo" archive "$1" | tar -x -C "$2"
 }
 
 echo "compare.sh: building base ${base:0:12}" >&2

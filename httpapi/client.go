@@ -212,6 +212,15 @@ type subject struct {
 	tok  token.Token
 }
 
+// what names a request in its error: the operation, and the lease's name or
+// the key when there is one ("health", "renew \"jobs\"").
+func (s subject) what(op string) string {
+	if s.name == "" {
+		return op
+	}
+	return fmt.Sprintf("%s %q", op, s.name)
+}
+
 // call sends a JSON request (GET when body is nil, else POST) and decodes a
 // 200 answer into out.
 func (c *Client) call(ctx context.Context, op string, sub subject, path string, body, out any) error {
@@ -222,7 +231,7 @@ func (c *Client) call(ctx context.Context, op string, sub subject, path string, 
 		if !ok {
 			var err error
 			if b, err = json.Marshal(body); err != nil {
-				return fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
+				return fmt.Errorf("httpapi: %s: %w", sub.what(op), err)
 			}
 		}
 		method, ctype, r = http.MethodPost, "application/json", bytes.NewReader(b)
@@ -233,7 +242,7 @@ func (c *Client) call(ctx context.Context, op string, sub subject, path string, 
 	}
 	defer closeBody(resp)
 	if err := decodeAnswer(resp.Body, out); err != nil {
-		return fmt.Errorf("httpapi: %s %q: bad answer from the server: %w", op, sub.name, err)
+		return fmt.Errorf("httpapi: %s: bad answer from the server: %w", sub.what(op), err)
 	}
 	return nil
 }
@@ -243,7 +252,7 @@ func (c *Client) call(ctx context.Context, op string, sub subject, path string, 
 func (c *Client) send(ctx context.Context, op string, sub subject, method, path, ctype string, body io.Reader, hdr http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return nil, fmt.Errorf("httpapi: %s %q: %w", op, sub.name, err)
+		return nil, fmt.Errorf("httpapi: %s: %w", sub.what(op), err)
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
@@ -258,9 +267,9 @@ func (c *Client) send(ctx context.Context, op string, sub subject, method, path,
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("httpapi: %s %q: %w", op, sub.name, ctx.Err())
+			return nil, fmt.Errorf("httpapi: %s: %w", sub.what(op), ctx.Err())
 		}
-		return nil, fmt.Errorf("httpapi: %s %q: %w: %w", op, sub.name, lease.ErrUnavailable, err)
+		return nil, fmt.Errorf("httpapi: %s: %w: %w", sub.what(op), lease.ErrUnavailable, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer closeBody(resp)

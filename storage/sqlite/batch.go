@@ -21,6 +21,7 @@ type batch struct {
 	wall    time.Time
 	counter token.Token
 	q       batchQuota // quota.go
+	waiting bool       // the waiters table had a row when the batch began (queued)
 
 	// The waiters queue (queue.go): the acquires a hand-over in this
 	// batch answered in this process, their results, the rows this batch
@@ -68,28 +69,11 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 			s.rollback()
 		}
 	}()
-	// The file's epoch, read in this transaction: another opener (after a
-	// reboot, or in another time namespace) may have moved it since this
-	// store last wrote, and deadlines from another epoch mean nothing here.
-	var stored string
-	if legacyEpochCache.Load() {
-		stored = *s.epoch.Load() // the old rule: the epoch cached at open
-	} else if err := w.epoch.QueryRowContext(ctx).Scan(&stored); err != nil {
-		return nil, nil, fmt.Errorf("read epoch: %w", err)
+	b := batch{s: s, ctx: ctx, handed: handed}
+	epoch, err := b.start()
+	if err != nil {
+		return nil, nil, err
 	}
-	epoch := s.clock.Epoch()
-	if stored != epoch {
-		if epoch, err = s.syncEpoch(ctx, w.conn); err != nil {
-			return nil, nil, err
-		}
-	}
-	b := batch{s: s, ctx: ctx, now: s.clock.Now(), wall: s.clock.Wall()}
-	var c int64
-	if err := w.counter.QueryRowContext(ctx).Scan(&c); err != nil {
-		return nil, nil, fmt.Errorf("read token counter: %w", err)
-	}
-	b.counter = token.Token(c)
-	b.handed = handed
 	start := b.counter
 	if err := b.forget(); err != nil {
 		return nil, nil, err
@@ -123,12 +107,48 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 		}
 	}
 	w.hook("after-commit")
-	s.epoch.Store(&epoch)
+	if *s.epoch.Load() != epoch {
+		s.epoch.Store(&epoch)
+	}
 	s.kvCommitted(&b.q)
 	s.queueCommitted(&b)
 	s.watchCommitted(ops) // watch.go
 	return results, b.handedRes, nil
 }
+
+// start reads the batch's head in one statement, right after BEGIN: the
+// token counter, whether anyone waits in the file, and whether the file's
+// clock epoch is the clock's. The epoch is compared at every batch, in this
+// transaction, never cached: another opener (after a reboot, or in another
+// time namespace) may have moved it since this store last wrote, and
+// deadlines from another epoch mean nothing here; then the reboot rule
+// brings the file to this clock's epoch first (syncEpoch). The store's
+// clock is read after that. start returns the epoch the batch runs in.
+func (b *batch) start() (string, error) {
+	s := b.s
+	epoch := s.clock.Epoch()
+	var c, same, waiting int64
+	if err := s.w.head.QueryRowContext(b.ctx, epoch).Scan(&c, &same, &waiting); err != nil {
+		return "", fmt.Errorf("read token counter and epoch: %w", err)
+	}
+	if same == 0 {
+		var err error
+		if epoch, err = s.syncEpoch(b.ctx, s.w.conn); err != nil {
+			return "", err
+		}
+	}
+	b.now, b.wall = s.clock.Now(), s.clock.Wall()
+	b.counter = token.Token(c)
+	b.waiting = waiting != 0
+	return epoch, nil
+}
+
+// queued reports whether the file may hold waiters rows in this batch:
+// it held some when the batch began (no other process writes before the
+// batch commits), or the batch queued a call (every row is inserted by
+// held, queue.go). When it reports false, a grant on a free name need not
+// look for a queue, and a release has nobody to hand its name to.
+func (b *batch) queued() bool { return b.waiting || len(b.enq) > 0 }
 
 // errCommit marks the error of a batch whose COMMIT failed: unlike an
 // error before it, its outcome is in doubt.
@@ -196,10 +216,7 @@ func (b *batch) grant(name string, r row) lease.Grant {
 }
 
 func (b *batch) acquire(o *op) (result, error) {
-	legacy := legacyLockDelay.Load()
-	if legacy {
-		o.lockDelay = 0 // the old files kept no lock-delay with the lease
-	} else if granted, res, err := b.grantFree(o); granted || err != nil {
+	if granted, res, err := b.grantFree(o); granted || err != nil {
 		return res, err
 	}
 	r, found, err := b.row(o.name)
@@ -218,11 +235,7 @@ func (b *batch) acquire(o *op) (result, error) {
 		return result{grant: b.grant(o.name, r)}, nil
 	}
 	if found {
-		delay := r.lockDelay
-		if legacy {
-			delay = b.s.lockDelay // the old rule: this opener's own option
-		}
-		if free := r.expires + delay; b.now < free {
+		if free := r.expires + r.lockDelay; b.now < free {
 			return b.held(o, r, free)
 		}
 	}
@@ -253,15 +266,21 @@ func (b *batch) acquire(o *op) (result, error) {
 // grantFree is acquire's common case in one statement: if the name is free
 // (no row, or an expired one whose lock-delay has passed), it takes the next
 // token and grants it. It reports false, and writes nothing, when the name
-// has a live or lock-delayed row (the holder's own, or another's) or the
-// token space is spent: acquire then reads the row and decides.
+// has a live or lock-delayed row (the holder's own, or another's), a
+// waiters row, or the token space is spent: acquire then reads the row and
+// decides.
 func (b *batch) grantFree(o *op) (bool, result, error) {
 	if b.counter >= token.Max {
 		return false, result{}, nil
 	}
 	r := row{holder: o.holder, owner: o.owner, token: b.counter + 1, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
-	res, err := b.s.w.grantFree.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds())
+	args := []any{o.name, r.holder, r.owner, int64(r.token),
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()}
+	st := b.s.w.grantFree
+	if b.queued() {
+		st, args = b.s.w.grantFreeUnqueued, append(args, o.name)
+	}
+	res, err := st.ExecContext(b.ctx, args...)
 	if err != nil {
 		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
 	}
@@ -305,19 +324,22 @@ func (b *batch) renew(o *op) (result, error) {
 }
 
 // release deletes the row in one statement that also checks it (held by
-// o.holder with o.tok and not expired: the conditions of held) and reports
-// whether anyone waits for the name, so that a release nobody waits for
-// reads nothing more (releaseCounted then hands the name over, queue.go).
-// No row deleted means the lease was lost.
-func (b *batch) release(o *op) (res result, waiting bool, err error) {
-	err = b.s.w.dropHeld.QueryRowContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now)).Scan(&waiting)
-	if errors.Is(err, sql.ErrNoRows) {
-		return result{err: lostError("release", o)}, false, nil
-	}
+// o.holder with o.tok and not expired: the conditions of held). No row
+// deleted means the lease was lost. releaseCounted (quota.go) then hands
+// the name over, if anyone waits (queue.go).
+func (b *batch) release(o *op) (result, error) {
+	res, err := b.s.w.dropHeld.ExecContext(b.ctx, o.name, o.holder, int64(o.tok), int64(b.now))
 	if err != nil {
-		return result{}, false, fmt.Errorf("release lease %q: %w", o.name, err)
+		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
 	}
-	return result{}, waiting, nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return result{}, fmt.Errorf("release lease %q: %w", o.name, err)
+	}
+	if n != 1 {
+		return result{err: lostError("release", o)}, nil
+	}
+	return result{}, nil
 }
 
 func lostError(verb string, o *op) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -110,19 +109,6 @@ func TestEpochTwoOpenersClocksDisagree(t *testing.T) {
 	if err := epochViolation(t); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestEpochTwoOpenersClocksDisagreeControl: with the epoch cached when the
-// store last wrote (the old rule), the same check catches the double
-// grant.
-func TestEpochTwoOpenersClocksDisagreeControl(t *testing.T) {
-	sqlite.SetLegacyEpochCache(true)
-	t.Cleanup(func() { sqlite.SetLegacyEpochCache(false) })
-	err := epochViolation(t)
-	if err == nil || !strings.Contains(err.Error(), "granted token") {
-		t.Fatalf("the check did not catch the double grant with the epoch cached at open: %v", err)
-	}
-	t.Logf("caught: %v", err)
 }
 
 // TestEpochOtherOpener: a store whose clock is in another epoch than a

@@ -26,17 +26,6 @@ func SetStoreHook(s *Store, h func(point string)) {
 	s.w.testHook.Store(&h)
 }
 
-// SetLegacyLockDelay brings back (true) or removes (false) the old rule of
-// lock-delay: each opener's own option, nothing kept with the lease. For
-// the control of the two-opener test; not for parallel tests.
-func SetLegacyLockDelay(on bool) { legacyLockDelay.Store(on) }
-
-// SetLegacyEpochCache brings back (true) or removes (false) the old epoch
-// rule: a batch compares the clock's epoch with the one cached when the
-// store last wrote, not with the file's. For the control of the epoch
-// tests; not for parallel tests.
-func SetLegacyEpochCache(on bool) { legacyEpochCache.Store(on) }
-
 // EpochOf and BoottimeOffset expose how the system clock names its epoch.
 var (
 	EpochOf        = epochOf

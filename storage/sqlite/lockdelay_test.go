@@ -101,23 +101,6 @@ func TestLockDelayTwoOpeners(t *testing.T) {
 	}
 }
 
-// TestLockDelayTwoOpenersControl: with the old rule brought back (each
-// opener's own option decides, nothing is kept with the lease), the same
-// check fails in every case.
-func TestLockDelayTwoOpenersControl(t *testing.T) {
-	sqlite.SetLegacyLockDelay(true)
-	t.Cleanup(func() { sqlite.SetLegacyLockDelay(false) })
-	for _, tc := range lockDelayCases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := lockDelayViolation(t, tc)
-			if err == nil {
-				t.Fatal("the check passed the old per-opener lock-delay")
-			}
-			t.Logf("caught: %v", err)
-		})
-	}
-}
-
 // TestMigrateToLockDelayColumn: a version 1 file (no lock_delay_ms) is
 // brought to the current version with its leases and counter, each lease
 // without a lock-delay.

@@ -103,13 +103,17 @@ func (b *batch) acquireInQuota(o *op) (result, error) {
 }
 
 // releaseCounted is release, keeping the batch's count of live leases,
-// and then the hand-over to the oldest waiter, if any (queue.go).
+// and then the hand-over to the oldest waiter, if any (queue.go). A batch
+// that knows the file holds no waiters row (queued) asks for none.
 func (b *batch) releaseCounted(o *op) (result, error) {
-	res, waiting, err := b.release(o)
-	if err == nil && res.err == nil && b.q.liveKnown {
+	res, err := b.release(o)
+	if err != nil || res.err != nil {
+		return res, err
+	}
+	if b.q.liveKnown {
 		b.q.live--
 	}
-	if err == nil && waiting {
+	if b.queued() {
 		_, err = b.serve(o.name)
 	}
 	return res, err

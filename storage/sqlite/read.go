@@ -60,7 +60,7 @@ func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
 // reports true: read again. After a few tries (openers in different
 // epochs taking turns) it gives up with lease.ErrUnavailable.
 func (s *Store) otherEpoch(ctx context.Context, stored string, try int) (bool, error) {
-	if stored == s.clock.Epoch() || legacyEpochCache.Load() {
+	if stored == s.clock.Epoch() {
 		return false, nil
 	}
 	if try >= 3 {

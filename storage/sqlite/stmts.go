@@ -16,20 +16,20 @@ func (w *writer) hook(point string) {
 	}
 }
 
-// legacyLockDelay, set only by tests (the control of the two-opener
-// lock-delay test), brings back the old rule: the lock-delay is the
-// checking opener's WithLockDelay, and nothing is kept with the lease.
-var legacyLockDelay atomic.Bool
-
-// legacyEpochCache, set only by tests (the control of the epoch tests),
-// brings back the old rule: a batch compares the clock's epoch with the one
-// cached when the store last wrote, not with the file's.
-var legacyEpochCache atomic.Bool
-
-// writer is the writer goroutine's connection and its prepared statements:
-// a grant on a free name and a release are one statement each (a SELECT
-// comes first only when the name turns out to be held, and for renew),
-// plus, per batch, BEGIN, the counter read, the counter write and COMMIT.
+// writer is the writer goroutine's connection and its prepared statements,
+// prepared once at Open and reused by every batch. A grant on a free name
+// and a release are one statement each (a SELECT comes first only when the
+// name turns out to be held, and for renew), plus, per batch, BEGIN, one
+// read of the batch's head (the counter, the epoch, whether anyone waits),
+// the counter write and COMMIT.
+//
+// The statements on the grant path are written for the driver's cheapest
+// path: plain ? parameters (a ?NNN parameter costs the driver a string per
+// bind), upserts that read excluded.* instead of binding values twice,
+// Exec with RowsAffected rather than RETURNING (SQLite keeps a RETURNING
+// statement's rows in a temporary b-tree it opens and closes each time:
+// three times the cost of the DELETE itself) and rather than a query (the
+// driver builds a rows object, its column names and types, per query).
 type writer struct {
 	conn *sql.Conn
 
@@ -38,14 +38,15 @@ type writer struct {
 	testHook atomic.Pointer[func(point string)]
 
 	begin, commit, rollback *sql.Stmt
-	counter, setCounter     *sql.Stmt
-	epoch                   *sql.Stmt // the file's clock epoch
+	head                    *sql.Stmt // epoch → counter, whether the file's epoch is it, whether a waiters row exists
+	setCounter              *sql.Stmt
 	lease                   *sql.Stmt // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
 	grant                   *sql.Stmt // upsert a new grant
-	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there
+	grantFree               *sql.Stmt // insert a new grant unless a live or lock-delayed row is there (no waiters row in the file)
+	grantFreeUnqueued       *sql.Stmt // the same, unless the name also has a waiters row
 	extend                  *sql.Stmt // new ttl and expiry of a held lease
 	extendDelay             *sql.Stmt // new ttl, expiry and lock-delay of a held lease (re-acquire)
-	dropHeld                *sql.Stmt // delete a live lease row held by holder with token; → whether the name has waiters
+	dropHeld                *sql.Stmt // delete a live lease row held by holder with token
 	sweep                   *sql.Stmt // delete the next expired rows after a name, at most a chunk (sweep.go)
 	put                     *sql.Stmt // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt // key → highest token
@@ -64,28 +65,31 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.begin, "BEGIN IMMEDIATE"},
 		{&w.commit, "COMMIT"},
 		{&w.rollback, "ROLLBACK"},
-		{&w.counter, "SELECT value FROM counter WHERE id = 1"},
-		{&w.epoch, "SELECT value FROM meta WHERE key = 'epoch'"},
+		// The batch's head: the counter, and the file's epoch compared
+		// with the clock's in SQL (no string comes back), and whether
+		// anyone waits in the file at all.
+		{&w.head, `SELECT c.value, m.value = ?, EXISTS (SELECT 1 FROM waiters)
+			FROM counter c, meta m WHERE c.id = 1 AND m.key = 'epoch'`},
 		{&w.setCounter, "UPDATE counter SET value = ? WHERE id = 1"},
 		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at, lock_delay_ms FROM leases WHERE name = ?"},
 		{&w.grant, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET ` + upsertLease},
 		// The row's own lock-delay decides, whichever opener granted it.
-		// No waiters row for the name: a queue, even of dead rows, goes by
-		// the slow path (queue.go).
 		{&w.grantFree, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
-			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS (SELECT 1 FROM waiters WHERE name = ?1)
-			ON CONFLICT (name) DO UPDATE SET holder = ?2, owner = ?3, token = ?4, ttl_ms = ?5,
-				granted_at = ?6, expires_at = ?7, lock_delay_ms = ?8
-			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= ?6`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET ` + upsertLease + `
+			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= excluded.granted_at`},
+		// While the file has waiters rows: none for the name either (the
+		// name is the 9th parameter); a queue, even of dead rows, goes by
+		// the slow path (queue.go).
+		{&w.grantFreeUnqueued, `INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at, lock_delay_ms)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM waiters WHERE name = ?)
+			ON CONFLICT (name) DO UPDATE SET ` + upsertLease + `
+			WHERE leases.expires_at + leases.lock_delay_ms * 1000000 <= excluded.granted_at`},
 		{&w.extend, "UPDATE leases SET ttl_ms = ?, expires_at = ? WHERE name = ?"},
 		{&w.extendDelay, "UPDATE leases SET ttl_ms = ?, expires_at = ?, lock_delay_ms = ? WHERE name = ?"},
-		// A release learns in the same statement whether anyone waits for
-		// the name: no waiter, no query to find one.
-		{&w.dropHeld, `DELETE FROM leases WHERE name = ?1 AND holder = ?2 AND token = ?3 AND expires_at > ?4
-			RETURNING EXISTS (SELECT 1 FROM waiters WHERE name = ?1 AND token = 0)`},
+		{&w.dropHeld, "DELETE FROM leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?"},
 		{&w.sweep, `DELETE FROM leases WHERE name IN (SELECT name FROM leases
 			WHERE name > ?1 AND expires_at + lock_delay_ms * 1000000 <= ?2 ORDER BY name LIMIT ?3) RETURNING name`},
 		{&w.put, `INSERT INTO kv (key, value, token, updated_at) VALUES (?1, ?2, ?3, ?4)
@@ -113,10 +117,16 @@ func (w *writer) prepare(ctx context.Context) error {
 	return nil
 }
 
+// upsertLease sets every column of a lease row from the row the INSERT
+// proposed.
+const upsertLease = `holder = excluded.holder, owner = excluded.owner, token = excluded.token,
+	ttl_ms = excluded.ttl_ms, granted_at = excluded.granted_at, expires_at = excluded.expires_at,
+	lock_delay_ms = excluded.lock_delay_ms`
+
 func (w *writer) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.counter, w.setCounter, w.epoch,
-		w.lease, w.grant, w.grantFree, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
+	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.head, w.setCounter,
+		w.lease, w.grant, w.grantFree, w.grantFreeUnqueued, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
 		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.lapsed} {
 		if st != nil {
 			errs = append(errs, st.Close())
