@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -217,4 +219,10 @@ func (c *Client) Watch(ctx context.Context, name string, after lease.State) (lea
 			return lease.State{}, fmt.Errorf("httpapi: watch %q: %w", name, err)
 		}
 	}
+}
+
+// EncodeState writes st as HTTP API v1's watch state (GET
+// /v1/leases/{name}?wait=&after=), on one line: picket watch -json.
+func EncodeState(w io.Writer, st lease.State) error {
+	return json.NewEncoder(w).Encode(stateToJSON(st))
 }

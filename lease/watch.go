@@ -21,8 +21,11 @@ import (
 // untouched in Watch's after (over HTTP it travels inside the cursor).
 type State struct {
 	Info
-	Held   bool
-	Reason string // what made this state: one of the Reason constants; "" for a first read
+	Held bool
+	// Reason is what made this state: one of the Reason constants. On a
+	// first read (a zero after) it is "" for a held name, and for a free
+	// one the way its last lease ended, when the store knows it.
+	Reason string
 	Rev    uint64
 }
 

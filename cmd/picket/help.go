@@ -24,6 +24,8 @@ Usage:
   picket release -name N -holder H -token T [-db F | -server URL | -etcd URLS]
   picket ls      [-prefix P] [-json] [-db F | -server URL | -etcd URLS]
   picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
+  picket watch   NAME [-json] [-count N] [-db F | -server URL | -etcd URLS]
+                 (the state now, then one line per change; exit 0 on SIGINT/SIGTERM)
   picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F]] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
                  [-procs 2,5,10,20 [-hold 2ms]]   (many processes on one file against goroutines of one)
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]

@@ -71,6 +71,7 @@ func commands() []command {
 		{"release", "release a lease", runRelease},
 		{"ls", "list live leases", runList},
 		{"get", "print one live lease as JSON", runGet},
+		{"watch", "print a lease's state, then one line per change (grant, renew, release, expiry)", runWatch},
 		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
 		{"bench", "measure grant throughput", runBench},
 		{"health", "say whether the store can grant (exit 0) or not (exit 6)", runHealth},

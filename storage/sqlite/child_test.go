@@ -53,6 +53,8 @@ func runChild(mode string) int {
 		err = waiterChild(ctx, s, mode, id, n) // waiters_child_test.go
 	case "watch":
 		err = watchChild(ctx, s, n) // watch_process_test.go
+	case "watch-stamp":
+		err = watchStampChild(ctx, s) // watch_bench_test.go
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

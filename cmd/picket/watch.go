@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
+)
+
+// runWatch is "picket watch NAME": the name's state now, then one line per
+// change, until a signal (exit 0) or -count lines.
+//
+// A line is the time of the change as this process saw it, the name and
+// the state: "held by OWNER token T until EXPIRES (REASON)" or "free after
+// token T (REASON)"; with -json, the HTTP API's watch state, one object per
+// line. Several changes between two reads (a slow reader, a server that
+// restarted) come out as one line, with the last reason: no change is
+// missed, some may be summed up.
+func runWatch(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "watch")
+	var sf storeFlags
+	sf.register(fs)
+	nameF := fs.String("name", "", "the lease `name` (or give it as the argument)")
+	jsonF := fs.Bool("json", false, "print JSON lines: the HTTP API's watch state")
+	count := fs.Int("count", 0, "exit 0 after `N` lines (the first state included); 0: until a signal")
+	if err := parse(fs, args, true); err != nil {
+		return err
+	}
+	name := *nameF
+	if fs.NArg() > 0 { // the name as the argument, perhaps with flags after it: picket watch NAME -json
+		arg := fs.Arg(0)
+		if err := parse(fs, fs.Args()[1:], true); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 || name != "" || *nameF != "" {
+			return usagef("watch: give one name, as the argument or with -name")
+		}
+		name = arg
+	}
+	if name == "" {
+		return usagef("watch: a name is required: picket watch NAME")
+	}
+	if *count < 0 {
+		return usagef("watch: -count must not be negative")
+	}
+	if err := lease.ValidateName(name); err != nil {
+		return usagef("watch: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return sf.with(fs, func(s store) error {
+		w, ok := s.(lease.Watcher)
+		if !ok {
+			return fmt.Errorf("watch: this store cannot watch")
+		}
+		var st lease.State
+		for n := 0; *count == 0 || n < *count; n++ {
+			next, err := w.Watch(ctx, name, st)
+			if err != nil {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					return nil // a signal: done
+				}
+				return err
+			}
+			st = next
+			if err := printState(e.stdout, st, *jsonF); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// printState writes one line for st.
+func printState(w io.Writer, st lease.State, asJSON bool) error {
+	if asJSON {
+		return httpapi.EncodeState(w, st)
+	}
+	_, err := fmt.Fprintln(w, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), st.String())
+	return err
+}
