@@ -71,6 +71,27 @@
 // local deadline (ErrLost). KeepAlive renews in the background, about every
 // TTL/3, in a goroutine that stops when the lease ends.
 //
+// # Electing a leader
+//
+// An Election is a lease name that replicas campaign for: the leader holds
+// the lease, keeps it alive, and its fencing token is its term, greater for
+// every new leader. Campaign waits until the caller leads and returns a
+// *Term, whose Context ends the moment leadership is lost; Run does the
+// same with callbacks (OnStartedLeading, OnStoppedLeading, OnNewLeader) in
+// the manner of client-go's leaderelection; Leader and Observe tell
+// followers who leads, with the value the leader published (an address,
+// kept as the lease's owner label, never the holder secret). The leader
+// presents its term with every write, so a leader deposed while paused is
+// refused where the data lives:
+//
+//	e := lease.NewElection(lease.NewManager(store), "billing/leader", 15*time.Second)
+//	err := e.Run(ctx, "10.0.0.7:8080", lease.Callbacks{
+//		OnStartedLeading: func(ctx context.Context, t *lease.Term) {
+//			lead(ctx, t.Token()) // until ctx ends; every write carries t.Token()
+//		},
+//		OnNewLeader: func(l lease.Leader) { log.Printf("leader %s, term %d", l.Value, l.Token) },
+//	})
+//
 // Errors are matched with errors.Is against the sentinels of this package
 // (and token.ErrStale); they hold the same way in process and over HTTP.
 //

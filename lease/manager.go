@@ -97,6 +97,13 @@ func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
+	return m.acquire(ctx, req)
+}
+
+// acquire is Acquire for a request already checked (Election.Campaign
+// comes here too, with its own owner label).
+func (m *Manager) acquire(ctx context.Context, req AcquireRequest) (*Lease, error) {
+	name, ttl := req.Name, req.TTL
 	usable := ttl - m.marginFor(ttl)
 	b := newBackoff(m.minBackoff, m.maxBackoff)
 	var (

@@ -48,3 +48,31 @@ func lines(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestReadmeElection: the README's election snippet is the code of
+// ExampleElection_Run, which runs, line for line (indentation aside).
+func TestReadmeElection(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("example_election_run_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, code, ok := strings.Cut(string(example), "// --- README election begins ---\n")
+	code, _, ok2 := strings.Cut(code, "// --- README election ends ---")
+	if !ok || !ok2 {
+		t.Fatal("example_election_run_test.go: the README election markers are missing")
+	}
+	var snippet string
+	for block := range strings.SplitSeq(string(readme), "```go\n") {
+		if strings.Contains(block, "lease.NewElection(lease.NewManager(store)") {
+			snippet, _, _ = strings.Cut(block, "```")
+			break
+		}
+	}
+	if got, want := lines(snippet), lines(code); !strings.Contains(got, want) {
+		t.Errorf("README.md's election snippet is not ExampleElection_Run's code.\nREADME:\n%s\nexample:\n%s", got, want)
+	}
+}
