@@ -221,6 +221,8 @@ func (s *Store) Close() error {
 	var err error
 	s.closed.Do(func() {
 		close(s.closing)
+		s.watch.live.Lock() // every Watch has returned (closing ends them) and dropped its lock bytes
+		s.watch.live.Unlock()
 		<-s.done
 		err = s.leave() // files.go: checkpoints, then closeDBs
 	})

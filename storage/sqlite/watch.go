@@ -58,6 +58,11 @@ type watchHub struct {
 	names  map[string]*nameWatch
 	hashes map[uint32]int
 	net    watchNet // the socket and its goroutine (watch_linux.go)
+
+	// live is held shared by every Watch that has joined (its lock bytes
+	// taken); Close takes it once to wait for them to leave before the
+	// file's descriptor, which holds those bytes, is closed.
+	live sync.RWMutex
 }
 
 type nameWatch struct {
@@ -96,6 +101,13 @@ func (s *Store) Watch(ctx context.Context, name string, after lease.State) (leas
 			return lease.State{}, fmt.Errorf("sqlite: watch %q: %w", name, err)
 		}
 		return st, nil
+	}
+	s.watch.live.RLock()
+	defer s.watch.live.RUnlock()
+	select {
+	case <-s.closing: // Close has waited for the watches already: this one must not take a byte
+		return lease.State{}, fmt.Errorf("sqlite: watch %q: %w", name, ErrClosed)
+	default:
 	}
 	nw, err := s.watchJoin(name)
 	if err != nil {
