@@ -221,7 +221,10 @@ func (s *Store) Close() error {
 	var err error
 	s.closed.Do(func() {
 		close(s.closing)
-		s.watch.live.Lock() // every Watch has returned (closing ends them) and dropped its lock bytes
+		// Wait until every Watch has returned (closing ends them) and
+		// dropped its lock bytes: they hold live shared while joined.
+		s.watch.live.Lock()
+		//lint:ignore SA2001 the lock is taken only to wait for the watches' shared holds
 		s.watch.live.Unlock()
 		<-s.done
 		err = s.leave() // files.go: checkpoints, then closeDBs
