@@ -132,9 +132,6 @@ func (s *Store) admit(ctx context.Context) (first bool, err error) {
 // database and, where they exist, its -wal and -shm: they hold the holders'
 // secrets. A file Open cannot tighten (not its owner) is refused.
 func (s *Store) tightenModes(real string) error {
-	if !checking(checkMode) {
-		return nil
-	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		p := real + suffix
 		fi, err := os.Stat(p)
@@ -162,9 +159,6 @@ func (s *Store) tightenModes(real string) error {
 // application_id, or tables of its own at user_version 0, or a version
 // without picket's tables. It runs before any migration.
 func checkOwnFile(ctx context.Context, q *sql.Conn) error {
-	if !checking(checkOwner) {
-		return nil
-	}
 	var app, version int64
 	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
 		return fmt.Errorf("read application id: %w", err)
@@ -213,9 +207,6 @@ func checkOwnFile(ctx context.Context, q *sql.Conn) error {
 // file: on a 2-core machine about 35 ms per MB (a 111 MB file of a million
 // leases: 3.6-4.5 s); a store of ten thousand leases is a megabyte or two.
 func quickCheck(ctx context.Context, q *sql.Conn) error {
-	if !checking(checkCorrupt) {
-		return nil
-	}
 	var res string
 	err := q.QueryRowContext(ctx, "PRAGMA quick_check(1)").Scan(&res)
 	if err != nil && isFatal(err) {
@@ -257,11 +248,11 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 		if err != nil {
 			return err
 		}
-		if s.floor == 0 && backup != "" && checking(checkBackup) {
+		if s.floor == 0 && backup != "" {
 			return fmt.Errorf("%w (%s): tokens handed out after it was taken could be handed out again; "+
 				"restore it with a token floor above every token used since (picket restore -token-floor N)", ErrBackupCopy, backup)
 		}
-		if s.floor == 0 && first && inUse != "" && inUse != s.walBefore && checking(checkInUse) {
+		if s.floor == 0 && first && inUse != "" && inUse != s.walBefore {
 			return s.copyInUseError(ctx, inUse) // inuse.go
 		}
 		if s.floor > 0 {
@@ -273,7 +264,7 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 		if s.kvFloor, err = readKVFloor(ctx, s.w.conn); err != nil {
 			return err
 		}
-		if first && mark != "" && inUse != mark && checking(checkInUse) {
+		if first && mark != "" && inUse != mark {
 			if _, err := s.w.conn.ExecContext(ctx, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", metaInUse, mark); err != nil {
 				return err
 			}
@@ -294,7 +285,7 @@ func (s *Store) settleFile(ctx context.Context, first bool) error {
 	if err != nil || !wrote {
 		return err
 	}
-	if first && checking(checkInUse) {
+	if first {
 		if err := s.markInFile(ctx); err != nil { // inuse.go
 			return err
 		}
@@ -333,7 +324,7 @@ func (s *Store) leave() error {
 		// -wal would refuse the next Open. The mark says nothing about
 		// tokens, so removing it is safe whatever state the file is in.
 		ctx := context.Background()
-		if s.m.last() && checking(checkInUse) {
+		if s.m.last() {
 			if _, err := s.w.conn.ExecContext(ctx, "DELETE FROM meta WHERE key = ?", metaInUse); err != nil {
 				level.Info(s.logger).Log("msg", "could not remove the in-use mark", "err", err, "path", s.path)
 			}

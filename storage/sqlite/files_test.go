@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/picketlock/picket/internal/childtest"
-	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
@@ -43,13 +42,11 @@ func openModes(t *testing.T, path string) []string {
 
 // TestFilesPrivate: a database pre-created 0644, and a live store whose
 // three files were made 0644, come out 0600 — database, -wal and -shm.
-// Control: with the check off the files stay readable by others.
+// Mutant no-check-mode: the files stay readable by others.
 func TestFilesPrivate(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		skip    bool
-		setup   func(t *testing.T, path string)
-		wantBad bool
+		name  string
+		setup func(t *testing.T, path string)
 	}{
 		{name: "pre-created 0644", setup: func(t *testing.T, path string) {
 			if err := os.WriteFile(path, nil, 0o644); err != nil {
@@ -66,28 +63,13 @@ func TestFilesPrivate(t *testing.T) {
 				}
 			}
 		}},
-		{name: "control: pre-created 0644, check off", skip: true, wantBad: true, setup: func(t *testing.T, path string) {
-			if err := os.WriteFile(path, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			os.Chmod(path, 0o644)
-		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "picket.db")
 			tc.setup(t, path)
-			if tc.skip {
-				sqlite.SkipChecks(t, "mode")
-			}
 			s := mustOpenPath(t, path)
 			acquire(t, s, "job2", "secret-holder-2", time.Minute)
-			bad := openModes(t, path)
-			switch {
-			case tc.wantBad && len(bad) == 0:
-				t.Errorf("control not caught: with the check off every file is private")
-			case tc.wantBad:
-				t.Logf("control: with the check off, open to others: %v", bad)
-			case len(bad) > 0:
+			if bad := openModes(t, path); len(bad) > 0 {
 				t.Errorf("open to group or others after Open: %v", bad)
 			}
 		})
@@ -142,18 +124,16 @@ func TestFilesPrivateNotOwner(t *testing.T) {
 
 // TestFilesNotPicket: another application's SQLite file is refused with
 // ErrNotPicket and left byte for byte as it was — tables at user_version 0,
-// another application_id, a version without picket's tables. Control: with
-// the check off the file is migrated into a picket database.
+// another application_id, a version without picket's tables. Mutant
+// no-check-owner: the file is migrated into a picket database.
 func TestFilesNotPicket(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup []string
-		skip  bool
 	}{
 		{name: "tables at version 0", setup: []string{"CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('keep me')"}},
 		{name: "another application id", setup: []string{"PRAGMA application_id = 1234", "CREATE TABLE t (x)"}},
 		{name: "version 3 without picket tables", setup: []string{"CREATE TABLE t (x)", "PRAGMA user_version = 3"}},
-		{name: "control: tables at version 0, check off", skip: true, setup: []string{"CREATE TABLE notes (body TEXT)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "app.db")
@@ -171,21 +151,11 @@ func TestFilesNotPicket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.skip {
-				sqlite.SkipChecks(t, "owner")
-			}
 			s, err := sqlite.Open(path)
 			if err == nil {
 				s.Close()
 			}
 			after, _ := os.ReadFile(path)
-			if tc.skip {
-				if err != nil || bytes.Equal(before, after) {
-					t.Fatalf("control not caught: with the check off Open = %v and the file changed: %v", err, !bytes.Equal(before, after))
-				}
-				t.Logf("control: with the check off the other application's file was migrated (%d -> %d bytes)", len(before), len(after))
-				return
-			}
 			if !errors.Is(err, sqlite.ErrNotPicket) {
 				t.Fatalf("Open: %v; want ErrNotPicket", err)
 			}
@@ -202,8 +172,8 @@ func TestFilesNotPicket(t *testing.T) {
 }
 
 // TestFilesCorrupt: a file with a corrupt page is refused at open with
-// ErrCorrupt. Control: with the quick check off the same file opens and
-// reports healthy.
+// ErrCorrupt. Mutant no-check-corrupt: the same file opens and reports
+// healthy.
 func TestFilesCorrupt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "picket.db")
 	s, err := sqlite.Open(path)
@@ -224,12 +194,6 @@ func TestFilesCorrupt(t *testing.T) {
 	if !errors.Is(err, sqlite.ErrCorrupt) {
 		t.Fatalf("Open of a corrupt file: %v; want ErrCorrupt", err)
 	}
-	sqlite.SkipChecks(t, "corrupt")
-	s = mustOpenPath(t, path)
-	if err := s.Health(ctxT(t)); err != nil {
-		t.Fatalf("control: Health = %v; the check off, the corrupt file was expected to pass for healthy", err)
-	}
-	t.Logf("control: with the quick check off the corrupt file opened and Health said ok")
 }
 
 // corruptPage overwrites the root page of table with garbage.
@@ -288,9 +252,8 @@ func readOnlyChild() int {
 
 // TestFilesReadOnly: a store on a read-only mount (read-only for root too),
 // and an immutable file (chattr +i), are refused at open with ErrReadOnly,
-// saying so. Control: with the check off the immutable file opens, Health
-// says ok and the grant is refused as unavailable — what the check
-// prevents.
+// saying so. Mutant no-check-readonly: the immutable file opens without the
+// descriptor that proves one WAL, and its grants fail.
 func TestFilesReadOnly(t *testing.T) {
 	requireRoot(t, "a read-only mount in a private mount namespace, chattr +i")
 	t.Run("read-only mount", func(t *testing.T) {
@@ -306,42 +269,23 @@ func TestFilesReadOnly(t *testing.T) {
 			t.Fatalf("child printed %q (%v); want open-error read-only", got, err)
 		}
 	})
-	for _, control := range []bool{false, true} {
-		t.Run(fmt.Sprintf("immutable file, control %v", control), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "picket.db")
-			s, err := sqlite.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			acquire(t, s, "job", "h", time.Minute)
-			s.Close()
-			setImmutable(t, path)
-			if control {
-				sqlite.SkipChecks(t, "wal", "readonly", "inuse")
-			}
-			s2, err := sqlite.Open(path)
-			if !control {
-				if err == nil {
-					s2.Close()
-				}
-				if !errors.Is(err, sqlite.ErrReadOnly) {
-					t.Fatalf("Open of an immutable file: %v; want ErrReadOnly", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("control: with the check off Open = %v; want it to open", err)
-			}
-			defer s2.Close()
-			ctx := ctxT(t)
-			herr := s2.Health(ctx) // before any write: the file opened and says healthy
-			_, aerr := s2.Acquire(ctx, lease.AcquireRequest{Name: "other", Holder: "h", TTL: time.Minute})
-			if herr != nil || !errors.Is(aerr, lease.ErrUnavailable) {
-				t.Fatalf("control not caught: Health = %v, Acquire = %v; want ok and unavailable", herr, aerr)
-			}
-			t.Logf("control: with the check off the immutable file opened, Health ok, Acquire: %v", aerr)
-		})
-	}
+	t.Run("immutable file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "picket.db")
+		s, err := sqlite.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acquire(t, s, "job", "h", time.Minute)
+		s.Close()
+		setImmutable(t, path)
+		s2, err := sqlite.Open(path)
+		if err == nil {
+			s2.Close()
+		}
+		if !errors.Is(err, sqlite.ErrReadOnly) {
+			t.Fatalf("Open of an immutable file: %v; want ErrReadOnly", err)
+		}
+	})
 }
 
 // setImmutable sets the immutable attribute (chattr +i) on path until the

@@ -66,23 +66,3 @@ func statWAL(path string) (walID, error) {
 	}
 	return id, nil
 }
-
-// check names a check Open makes, for the tests' controls to turn off one at
-// a time (SkipChecks in export_test.go). Production code never turns any
-// off.
-type check uint
-
-const (
-	checkWAL      check = 1 << iota // one database, one WAL (this file)
-	checkReadOnly                   // the file must be writable (files.go)
-	checkMode                       // no access for group and others (files.go)
-	checkOwner                      // only picket's own files (files.go)
-	checkCorrupt                    // PRAGMA quick_check at open (files.go)
-	checkInUse                      // a copy of a file in use (files.go)
-	checkBackup                     // a backup needs a token floor (backup.go)
-)
-
-// skipped holds the checks the tests turned off.
-var skipped check
-
-func checking(c check) bool { return skipped&c == 0 }

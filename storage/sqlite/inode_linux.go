@@ -67,12 +67,6 @@ type member struct {
 // leaving. The caller opens SQLite, calls join, and always calls exit.
 func enterFile(path string, busy time.Duration) (*member, error) {
 	m := &member{path: path}
-	if !checking(checkWAL) {
-		if checking(checkReadOnly) {
-			return m, writableNoFD(path)
-		}
-		return m, nil
-	}
 	inodes.Lock()
 	m.locked = true
 	fi, err := os.Stat(path)
@@ -97,10 +91,8 @@ func enterFile(path string, busy time.Duration) (*member, error) {
 			return m, fmt.Errorf("%s was replaced while opening it", path)
 		}
 		inodes.m[key] = file
-	} else if checking(checkReadOnly) {
-		if err := writableNoFD(path); err != nil {
-			return m, err
-		}
+	} else if err := writableNoFD(path); err != nil {
+		return m, err
 	}
 	m.file = file
 	if err := m.takeGate(busy); err != nil {
@@ -164,9 +156,6 @@ func (m *member) lockedByOthers(start, n int64) (bool, error) {
 // file, and counts it among them. SQLite must have opened the -wal and -shm
 // already (a read does). first reports whether no other opener was live.
 func (m *member) join() (first bool, err error) {
-	if m.file == nil {
-		return true, nil // the check is off
-	}
 	id, err := m.prove()
 	if err != nil {
 		return false, err
@@ -243,9 +232,6 @@ func slotOf(id walID) int64 {
 // gate stays locked for busy, it goes on without it and reports false:
 // Close then skips the work only the last opener does.
 func (m *member) reenter(busy time.Duration) bool {
-	if m.file == nil {
-		return true
-	}
 	inodes.Lock()
 	m.locked = true
 	return m.takeGate(busy) == nil
@@ -254,9 +240,6 @@ func (m *member) reenter(busy time.Duration) bool {
 // last reports whether this Store is the last live opener of the file. Call
 // it holding the gate.
 func (m *member) last() bool {
-	if m.file == nil {
-		return true
-	}
 	if !m.gate || m.file.refs != 1 {
 		return false
 	}
