@@ -184,7 +184,8 @@ func hardLinked(t *testing.T) (a, b string) {
 // TestOneWALHardLink: a database opened as a.db is refused through its hard
 // link b.db — in the same process, in another process after it, and the
 // other way round; once the first closes (checkpointing), the link opens
-// and goes on from the same counter.
+// and goes on from the same counter. Mutant: controls/no-check-wal (the link
+// is then refused only by the in-use mark, or not at all in one process).
 func TestOneWALHardLink(t *testing.T) {
 	t.Run("same process", func(t *testing.T) {
 		a, b := hardLinked(t)
