@@ -185,7 +185,8 @@ func hardLinked(t *testing.T) (a, b string) {
 // link b.db — in the same process, in another process after it, and the
 // other way round; once the first closes (checkpointing), the link opens
 // and goes on from the same counter. Mutant: controls/no-check-wal (the link
-// is then refused only by the in-use mark, or not at all in one process).
+// is then refused only by other checks: the in-use mark, or, in one
+// process, damaged pages).
 func TestOneWALHardLink(t *testing.T) {
 	t.Run("same process", func(t *testing.T) {
 		a, b := hardLinked(t)
