@@ -243,6 +243,6 @@ func (s *Store) alive(id string) bool {
 	return local || s.liveByteLocked(id)
 }
 
-// errNoDescriptor: the one-WAL check is off, so the Store has no
-// descriptor of the file to lock its liveness byte on.
-var errNoDescriptor = errors.New("no descriptor of the database file (the one-WAL check is off)")
+// errNoDescriptor: the Store has no descriptor of the file to lock its
+// liveness byte on (systems without open file description locks).
+var errNoDescriptor = errors.New("no descriptor of the database file (no open file description locks on this system)")

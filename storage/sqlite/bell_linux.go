@@ -54,7 +54,7 @@ func ring(id string, msg []byte) {
 
 // holdLive read-locks the liveness byte of id.
 func (s *Store) holdLive(id string) error {
-	if s.m == nil || s.m.file == nil {
+	if s.m == nil {
 		return errNoDescriptor
 	}
 	return s.m.setLock(unix.F_RDLCK, liveByte(id), 1)
@@ -62,7 +62,7 @@ func (s *Store) holdLive(id string) error {
 
 // dropLive unlocks it.
 func (s *Store) dropLive(id string) {
-	if s.m != nil && s.m.file != nil {
+	if s.m != nil {
 		_ = s.m.setLock(unix.F_UNLCK, liveByte(id), 1)
 	}
 }
@@ -70,7 +70,7 @@ func (s *Store) dropLive(id string) {
 // liveByteLocked reports whether the liveness byte of id is locked by
 // another open file description (true when it cannot tell).
 func (s *Store) liveByteLocked(id string) bool {
-	if s.m == nil || s.m.file == nil {
+	if s.m == nil {
 		return true
 	}
 	locked, err := s.m.lockedByOthers(liveByte(id), 1)

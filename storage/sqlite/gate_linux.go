@@ -79,8 +79,8 @@ func processState(pid int) byte {
 	return line[i+2]
 }
 
-// descriptor is the process's descriptor of the file m joins (nil if the
-// one-WAL check is off): reading through it closes no descriptor.
+// descriptor is the process's descriptor of the file m joins: reading
+// through it closes no descriptor.
 func (m *member) descriptor() *os.File {
 	if m == nil || m.file == nil {
 		return nil

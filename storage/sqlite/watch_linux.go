@@ -154,8 +154,8 @@ func (s *Store) dropWatchByte(hash uint32) {
 }
 
 func (s *Store) lockWatch(typ int16, at int64) {
-	if s.m == nil || s.m.file == nil {
-		return // the one-WAL check is off: no descriptor; watchers of other processes are not reached
+	if s.m == nil {
+		return
 	}
 	if err := s.m.setLock(typ, at, 1); err != nil {
 		s.logger.Log("msg", "watch lock byte", "err", err)
@@ -165,7 +165,7 @@ func (s *Store) lockWatch(typ int16, at int64) {
 // ringWatchers rings the other processes that watch one of names, after a
 // commit. Nobody watching the file costs one fcntl.
 func (s *Store) ringWatchers(names []string) {
-	if s.m == nil || s.m.file == nil {
+	if s.m == nil {
 		return
 	}
 	if locked, err := s.m.lockedByOthers(watchBase, 1); err != nil || !locked {
