@@ -156,8 +156,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := historyJSON{Events: make([]eventJSON, 0, len(page.Events)), Next: page.Next}
 	for _, e := range page.Events {
-		out.Events = append(out.Events, eventJSON{Seq: e.Seq, Time: formatTime(e.Time), Kind: string(e.Kind),
-			Name: e.Name, Token: uint64(e.Token), Owner: e.Owner, Reason: e.Reason, By: e.By})
+		out.Events = append(out.Events, eventToJSON(e))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -21,6 +21,17 @@ func EncodeList(w io.Writer, infos []lease.Info) error {
 	return json.NewEncoder(w).Encode(listToJSON(lease.ListPage{Leases: infos}))
 }
 
+// EncodeEvent writes ev as one event of HTTP API v1's history object (GET
+// /v1/history), followed by a newline: `picket history -json` prints these.
+func EncodeEvent(w io.Writer, ev lease.Event) error {
+	return json.NewEncoder(w).Encode(eventToJSON(ev))
+}
+
+func eventToJSON(e lease.Event) eventJSON {
+	return eventJSON{Seq: e.Seq, Time: formatTime(e.Time), Kind: string(e.Kind),
+		Name: e.Name, Token: uint64(e.Token), Owner: e.Owner, Reason: e.Reason, By: e.By}
+}
+
 func listToJSON(page lease.ListPage) listJSON {
 	out := listJSON{Leases: make([]infoJSON, 0, len(page.Leases)), Next: page.Next}
 	for _, i := range page.Leases {

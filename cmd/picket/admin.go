@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -173,24 +172,10 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// eventJSON is how -json prints an event: as GET /v1/history does.
-type eventJSON struct {
-	Seq    uint64 `json:"seq"`
-	Time   string `json:"time"`
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	Token  uint64 `json:"token"`
-	Owner  string `json:"owner"`
-	Reason string `json:"reason,omitempty"`
-	By     string `json:"by,omitempty"`
-}
-
 func printEvents(e *env, events []lease.Event, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
 		for _, ev := range events {
-			if err := enc.Encode(eventJSON{Seq: ev.Seq, Time: ev.Time.UTC().Format(time.RFC3339Nano), Kind: string(ev.Kind),
-				Name: ev.Name, Token: uint64(ev.Token), Owner: ev.Owner, Reason: ev.Reason, By: ev.By}); err != nil {
+			if err := httpapi.EncodeEvent(e.stdout, ev); err != nil { // as GET /v1/history answers
 				return err
 			}
 		}

@@ -56,7 +56,7 @@ func TestRevokeAndHistory(t *testing.T) {
 	}
 	var kinds []string
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var e eventJSON
+		var e struct{ Kind, Reason, By, Owner string } // the fields of GET /v1/history's events
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("history -json line %q: %v", line, err)
 		}
