@@ -302,8 +302,15 @@ func (h *watchHub) wakeAll() {
 
 // watchCommitted is called by the writer after a batch committed: it wakes
 // the watches of the names the batch may have changed, in this process
-// and in the others on the file.
+// and in the others on the file. When nobody watches the file it costs the
+// grant path one map lookup and one fcntl (the guard byte), and nothing is
+// gathered.
 func (s *Store) watchCommitted(ops []*op) {
+	local := s.localWatchers()
+	others := s.othersWatch() // watch_linux.go
+	if len(local) == 0 && !others {
+		return
+	}
 	var names []string
 	for _, o := range ops {
 		switch o.kind {
@@ -311,23 +318,29 @@ func (s *Store) watchCommitted(ops []*op) {
 			names = append(names, o.name)
 		}
 	}
-	if len(names) == 0 {
-		return
-	}
-	watchFiles.Lock()
-	var local []*Store
-	if f := watchFiles.m[s.watchKey()]; f != nil {
-		for st := range f.stores {
-			local = append(local, st)
-		}
-	}
-	watchFiles.Unlock()
 	for _, st := range local {
 		for _, n := range names {
 			st.watch.wake(n)
 		}
 	}
-	s.ringWatchers(names) // watch_linux.go
+	if others && len(names) > 0 {
+		s.ringWatchers(names) // watch_linux.go
+	}
+}
+
+// localWatchers returns the Stores of this process that watch this file.
+func (s *Store) localWatchers() []*Store {
+	watchFiles.Lock()
+	defer watchFiles.Unlock()
+	f := watchFiles.m[s.watchKey()]
+	if f == nil {
+		return nil
+	}
+	local := make([]*Store, 0, len(f.stores))
+	for st := range f.stores {
+		local = append(local, st)
+	}
+	return local
 }
 
 // nameHash is the 20-bit hash of a name that picks its lock bytes.

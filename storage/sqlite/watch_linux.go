@@ -162,15 +162,19 @@ func (s *Store) lockWatch(typ int16, at int64) {
 	}
 }
 
-// ringWatchers rings the other processes that watch one of names, after a
-// commit. Nobody watching the file costs one fcntl.
-func (s *Store) ringWatchers(names []string) {
+// othersWatch reports whether another process watches a name on the file:
+// its guard byte is locked. One fcntl.
+func (s *Store) othersWatch() bool {
 	if s.m == nil {
-		return
+		return false
 	}
-	if locked, err := s.m.lockedByOthers(watchBase, 1); err != nil || !locked {
-		return
-	}
+	locked, err := s.m.lockedByOthers(watchBase, 1)
+	return err == nil && locked
+}
+
+// ringWatchers rings the other processes that watch one of names, after a
+// commit in which othersWatch said some process watches the file.
+func (s *Store) ringWatchers(names []string) {
 	for _, name := range names {
 		h := nameHash(name)
 		lo := watchBase + int64(h+1)<<watchSlotBits

@@ -31,3 +31,4 @@ func (s *Store) dropWatchGuard()       {}
 func (s *Store) holdWatchByte(uint32)  {}
 func (s *Store) dropWatchByte(uint32)  {}
 func (s *Store) ringWatchers([]string) {}
+func (s *Store) othersWatch() bool     { return false }
