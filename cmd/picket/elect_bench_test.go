@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,19 +21,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
-// The benchmark's followers are this test binary too: with
-// PICKET_FOLLOW_WORKER=1 it runs followWorkerMain.
-const followWorkerEnv = "PICKET_FOLLOW_WORKER"
-
+// The benchmark's followers are this test binary too: the child
+// "follow-worker" (internal/childtest) runs followWorkerMain.
 func init() {
-	if os.Getenv(followWorkerEnv) == "1" {
-		os.Exit(followWorkerMain(os.Stdout, os.Stderr))
-	}
+	childtest.Register("follow-worker", func() int { return followWorkerMain(os.Stdout, os.Stderr) })
 }
 
 // followConfig is what a follower is told, as JSON in PICKET_ELECT_CONFIG.
@@ -96,8 +91,7 @@ func followWorkerMain(stdout, stderr io.Writer) int {
 // followers are the benchmark's follower processes, reporting "VALUE
 // NANOS" lines on one channel.
 type followers struct {
-	cmds  []*exec.Cmd
-	ins   []io.WriteCloser
+	procs []*childtest.Proc
 	lines chan followLine
 }
 
@@ -112,41 +106,20 @@ func startFollowers(b *testing.B, cfg followConfig, n int) *followers {
 	cfg.MaxRun = time.Hour
 	js, _ := json.Marshal(cfg)
 	for range n {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), followWorkerEnv+"=1", electConfigEnv+"="+string(js))
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				v, at, _ := strings.Cut(sc.Text(), " ")
+		p := childtest.Start(b, nil, "follow-worker", childtest.Options{
+			Env: []string{electConfigEnv + "=" + string(js)},
+			OnLine: func(line string) {
+				v, at, _ := strings.Cut(line, " ")
 				ns, _ := strconv.ParseInt(at, 10, 64)
 				f.lines <- followLine{v, ns}
-			}
-		}()
-		f.cmds, f.ins = append(f.cmds, cmd), append(f.ins, in)
+			},
+		})
+		f.procs = append(f.procs, p)
 	}
 	b.Cleanup(func() {
-		for i, cmd := range f.cmds {
-			f.ins[i].Close()
-			done := make(chan struct{})
-			go func() { cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-done
-			}
+		for _, p := range f.procs {
+			p.CloseStdin()
+			p.Wait(10 * time.Second) // then killed
 		}
 	})
 	return f
@@ -157,14 +130,14 @@ func startFollowers(b *testing.B, cfg followConfig, n int) *followers {
 func (f *followers) await(b *testing.B, value string) []int64 {
 	var ats []int64
 	limit := time.After(time.Minute)
-	for len(ats) < len(f.cmds) {
+	for len(ats) < len(f.procs) {
 		select {
 		case l := <-f.lines:
 			if l.value == value {
 				ats = append(ats, l.at)
 			}
 		case <-limit:
-			b.Fatalf("%d of %d followers saw leader %q within a minute", len(ats), len(f.cmds), value)
+			b.Fatalf("%d of %d followers saw leader %q within a minute", len(ats), len(f.procs), value)
 		}
 	}
 	return ats

@@ -3,18 +3,15 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // electTTL is the candidates' TTL: a paused leader is replaced about a TTL
@@ -50,10 +47,9 @@ func TestElectEtcd(t *testing.T) {
 // candidate is one elect worker process.
 type candidate struct {
 	id     int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	proc   *childtest.Proc
 	stderr *syncBuffer
-	done   chan struct{}
+	done   chan struct{} // closed once it exited and every line it printed was read
 }
 
 // election is a running election test: its candidates and every event they
@@ -75,37 +71,22 @@ func startElection(t *testing.T, cfg electConfig, n int) *election {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), electWorkerEnv+"=1", electConfigEnv+"="+string(b))
-		c := &candidate{id: i, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-		cmd.Stderr = c.stderr
-		if c.stdin, err = cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
+		c := &candidate{id: i, stderr: &syncBuffer{}, done: make(chan struct{})}
+		c.proc = childtest.Start(t, nil, "elect-worker", childtest.Options{
+			Env:    []string{electConfigEnv + "=" + string(b)},
+			Stderr: c.stderr,
+			OnLine: func(line string) {
 				var ev electEvent
-				if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-					ev = electEvent{Worker: c.id, Kind: "garbage", Err: sc.Text()}
+				if err := json.Unmarshal([]byte(line), &ev); err != nil {
+					ev = electEvent{Worker: c.id, Kind: "garbage", Err: line}
 				}
 				el.events <- ev
-			}
-			cmd.Wait()
+			},
+		})
+		go func() {
+			c.proc.Wait(0) // the exit, then the end of its output
 			close(c.done)
 		}()
-		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGCONT)
-			cmd.Process.Kill()
-			<-c.done
-		})
 		el.cands = append(el.cands, c)
 	}
 	return el
@@ -198,8 +179,8 @@ func electScenario(t *testing.T, cfg electConfig) {
 
 	// It is paused past its TTL: another candidate leads, and the third
 	// follows.
-	pa := el.cands[a].cmd.Process
-	if err := pa.Signal(syscall.SIGSTOP); err != nil {
+	pa := el.cands[a].proc
+	if err := pa.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	second := el.leads(t1, a)
@@ -209,7 +190,7 @@ func electScenario(t *testing.T, cfg electConfig) {
 	// It resumes: it learns that it lost, with nothing written to tell it
 	// (its leader's context ends, OnStoppedLeading fires), and then its
 	// late write with the old term is refused.
-	if err := pa.Signal(syscall.SIGCONT); err != nil {
+	if err := pa.Cont(); err != nil {
 		t.Fatal(err)
 	}
 	ctxDone := el.await("the paused leader's context ending", func(ev electEvent) bool {
@@ -224,7 +205,7 @@ func electScenario(t *testing.T, cfg electConfig) {
 	if ctxDone.Err == "" {
 		t.Errorf("the paused leader's context ended without a cause")
 	}
-	if _, err := io.WriteString(el.cands[a].stdin, "write\n"); err != nil {
+	if err := el.cands[a].proc.Send("write"); err != nil {
 		t.Fatal(err)
 	}
 	late := el.await("the paused leader's late write", func(ev electEvent) bool {
@@ -237,7 +218,7 @@ func electScenario(t *testing.T, cfg electConfig) {
 
 	// The leader resigns (its Run ends): another leads at once, seen by the
 	// last one.
-	el.cands[b].stdin.Close()
+	el.cands[b].proc.CloseStdin()
 	el.await("the resigning leader's OnStoppedLeading", func(ev electEvent) bool {
 		return ev.Worker == b && ev.Kind == elStopped && ev.Token == t2 && !ev.Lost
 	})
@@ -245,7 +226,7 @@ func electScenario(t *testing.T, cfg electConfig) {
 	el.observed(third.Token, others(3, b)...)
 
 	for _, c := range el.cands {
-		c.stdin.Close()
+		c.proc.CloseStdin()
 	}
 	limit := time.After(electStep)
 	for _, c := range el.cands {
@@ -260,7 +241,7 @@ func electScenario(t *testing.T, cfg electConfig) {
 				t.Fatalf("candidate %d did not exit within %v after its stdin closed", c.id, electStep)
 			}
 		}
-		if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+		if code := c.proc.Cmd.ProcessState.ExitCode(); code != 0 {
 			t.Errorf("candidate %d exited %d:\n%s", c.id, code, c.stderr)
 		}
 	}

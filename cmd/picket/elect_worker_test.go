@@ -15,24 +15,20 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/childtest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/sqlite"
 	"github.com/picketlock/picket/token"
 )
 
-// The election tests' candidates are this test binary too: with
-// PICKET_ELECT_WORKER=1 it runs electWorkerMain (see chaos_worker_test.go for
-// why the switch is in an init function).
-const (
-	electWorkerEnv = "PICKET_ELECT_WORKER"
-	electConfigEnv = "PICKET_ELECT_CONFIG"
-)
+// The election tests' candidates are this test binary too: the child
+// "elect-worker" (internal/childtest) runs electWorkerMain instead of the
+// tests, configured by PICKET_ELECT_CONFIG.
+const electConfigEnv = "PICKET_ELECT_CONFIG"
 
 func init() {
-	if os.Getenv(electWorkerEnv) == "1" {
-		os.Exit(electWorkerMain(os.Stdin, os.Stdout, os.Stderr))
-	}
+	childtest.Register("elect-worker", func() int { return electWorkerMain(os.Stdin, os.Stdout, os.Stderr) })
 }
 
 // electConfig is what a candidate is told, as JSON in PICKET_ELECT_CONFIG.
