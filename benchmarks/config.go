@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // The workloads (Config.Workloads, Row.Names); see the package doc.
@@ -170,13 +171,13 @@ func (c Config) settings() (settings, error) {
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}
-	if err := lease.ValidateTTL(s.ttl); err != nil {
+	if err := storekit.ValidateTTL(s.ttl); err != nil {
 		return s, fmt.Errorf("benchmarks: %w", err)
 	}
 	if s.prefix == "" {
 		s.prefix = "picket-bench/" + lease.NewHolder()[:8] + "/"
 	}
-	if err := lease.ValidateName(s.prefix); err != nil {
+	if err := storekit.ValidateName(s.prefix); err != nil {
 		return s, fmt.Errorf("benchmarks: prefix: %w", err)
 	}
 	return s, nil

@@ -56,7 +56,7 @@ func BenchmarkEtcd(b *testing.B) {
 							b.Errorf("acquire %s: %v", name, err)
 							return
 						}
-						if err := st.Release(ctxB(b), name, holder, g.Token); err != nil {
+						if err := st.Release(ctxB(b), lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token}); err != nil {
 							b.Errorf("release %s: %v", name, err)
 							return
 						}

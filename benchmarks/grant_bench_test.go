@@ -93,7 +93,7 @@ func distinctCycles(ctx context.Context, b *testing.B, s lease.Store, clients in
 				return
 			}
 			h.Record(time.Since(t0))
-			if err := s.Release(ctx, req.Name, req.Holder, g.Token); err != nil {
+			if err := s.Release(ctx, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -145,7 +145,7 @@ func hotName(ctx context.Context, b *testing.B, s lease.Store, clients int) {
 				h.Record(time.Since(start) - time.Duration(rel))
 			}
 			lastRelease.Store(int64(max(time.Since(start), 1)))
-			if err := s.Release(ctx, req.Name, req.Holder, g.Token); err != nil {
+			if err := s.Release(ctx, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 				b.Error(err)
 				return
 			}

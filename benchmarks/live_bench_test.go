@@ -138,7 +138,7 @@ func liveLoop(ctx context.Context, b *testing.B, s lease.Store, live int, unit s
 			if fresh {
 				continue
 			}
-			if err := s.Release(ctx, req.Name, req.Holder, g.Token); err != nil {
+			if err := s.Release(ctx, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -198,7 +198,7 @@ func (s *settings) releaseLeft(ctx context.Context, base string, clients int, st
 			if err != nil {
 				continue
 			}
-			released = s.store.Release(ctx, g.Name, g.Holder, g.Token) == nil
+			released = s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) == nil
 			break
 		}
 		if !released {
@@ -216,7 +216,7 @@ func (s *settings) releaseGrants(ctx context.Context, clients int, stats []*clie
 	for range clients {
 		wg.Go(func() {
 			for g := range work {
-				if err := s.store.Release(ctx, g.Name, g.Holder, g.Token); err != nil && !errors.Is(err, lease.ErrLost) {
+				if err := s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil && !errors.Is(err, lease.ErrLost) {
 					failed.Add(1)
 				}
 			}

@@ -72,7 +72,7 @@ func (st *stepState) distinct(i int, cs *clientStats) {
 		}
 		cs.hist.Record(time.Since(t0))
 		cs.grants++
-		if err := store.Release(st.hard, req.Name, req.Holder, g.Token); err != nil {
+		if err := store.Release(st.hard, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 			st.failed(cs, st.hard, err)
 			st.keep(cs, g)
 			continue
@@ -132,7 +132,7 @@ func (st *stepState) hot(cs *clientStats) {
 		}
 		cs.grants++
 		st.lastRelease.Store(int64(max(time.Since(st.start), 1)))
-		if err := store.Release(st.hard, req.Name, req.Holder, g.Token); err != nil {
+		if err := store.Release(st.hard, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 			st.failed(cs, st.hard, err)
 			st.keep(cs, g)
 			continue

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -173,7 +174,7 @@ func historyQuery(raw string) (lease.HistoryRequest, error) {
 		}
 		switch k {
 		case "name":
-			if err := lease.ValidateName(v[0]); err != nil {
+			if err := storekit.ValidateName(v[0]); err != nil {
 				return req, err
 			}
 			req.Name = v[0]

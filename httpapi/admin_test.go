@@ -105,7 +105,7 @@ func TestRevokedAcrossTheWire(t *testing.T) {
 	if a.status != http.StatusConflict || m["error"] != "lost" || m["reason"] != "revoked" || m["revoked_by"] != "ops" || m["revoke_reason"] != "stuck" {
 		t.Errorf("renew after revoke: %d %s, want 409 lost with reason revoked, revoked_by and revoke_reason", a.status, a.body)
 	}
-	_, err = c.Renew(ctx, "job", "h", g.Token, 0)
+	_, err = c.Renew(ctx, lease.RenewRequest{Name: "job", Holder: "h", Token: g.Token})
 	var rev *lease.RevokedError
 	if !errors.Is(err, lease.ErrLost) || !errors.Is(err, lease.ErrRevoked) || !errors.As(err, &rev) {
 		t.Fatalf("Client.Renew after revoke: %v, want a *lease.RevokedError", err)
@@ -113,7 +113,7 @@ func TestRevokedAcrossTheWire(t *testing.T) {
 	if rev.Reason != "stuck" || rev.By != "ops" || rev.Token != g.Token || rev.Name != "job" || rev.At.IsZero() {
 		t.Errorf("RevokedError = %+v", rev)
 	}
-	err = c.Release(ctx, "job", "other", token.Token(99))
+	err = c.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "other", Token: token.Token(99)})
 	if !errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrRevoked) {
 		t.Errorf("a plain lost release: %v, want lost and not revoked", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -90,8 +91,9 @@ func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 // Renew extends the lease (POST /v1/renew); a zero ttl keeps the lease's TTL.
 // Errors: lease.ErrInvalid, lease.ErrLost, lease.ErrUnavailable, ctx's error,
 // or an *Error.
-func (c *Client) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
-	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+func (c *Client) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
+	if err := req.Validate(); err != nil {
 		return lease.Grant{}, err
 	}
 	body := renewBody{Name: name, Holder: holder, Token: uint64(tok)}
@@ -108,8 +110,9 @@ func (c *Client) Renew(ctx context.Context, name, holder string, tok token.Token
 
 // Release frees the lease (POST /v1/release). Errors: lease.ErrInvalid,
 // lease.ErrLost, lease.ErrUnavailable, ctx's error, or an *Error.
-func (c *Client) Release(ctx context.Context, name, holder string, tok token.Token) error {
-	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+func (c *Client) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
+	if err := req.Validate(); err != nil {
 		return err
 	}
 	var out releasedJSON
@@ -127,7 +130,7 @@ func (c *Client) Release(ctx context.Context, name, holder string, tok token.Tok
 // /v1/leases/{name}). Errors: lease.ErrInvalid, lease.ErrNotFound,
 // lease.ErrUnavailable, ctx's error, or an *Error.
 func (c *Client) Get(ctx context.Context, name string) (lease.Info, error) {
-	if err := lease.ValidateName(name); err != nil {
+	if err := storekit.ValidateName(name); err != nil {
 		return lease.Info{}, err
 	}
 	var i infoJSON

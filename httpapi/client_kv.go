@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -19,10 +20,10 @@ import (
 // (token.ErrStale) when the key has seen a higher token, lease.ErrUnavailable,
 // ctx's error, or an *Error.
 func (c *Client) PutFenced(ctx context.Context, key string, value []byte, tok token.Token) error {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return err
 	}
-	if err := lease.ValidateToken(tok); err != nil {
+	if err := storekit.ValidateToken(tok); err != nil {
 		return err
 	}
 	if len(value) > MaxBodyBytes {
@@ -44,7 +45,7 @@ func (c *Client) PutFenced(ctx context.Context, key string, value []byte, tok to
 // to lease.ErrNoKey (matching lease.ErrNotFound) for a key without a value,
 // lease.ErrUnavailable, ctx's error, or an *Error.
 func (c *Client) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return nil, 0, err
 	}
 	resp, err := c.send(ctx, "get", subject{name: key}, http.MethodGet, "/v1/kv/"+escapeName(key), "", nil, nil)
@@ -77,10 +78,10 @@ func (c *Client) GetFenced(ctx context.Context, key string) ([]byte, token.Token
 // server never issued, a *token.StaleError (token.ErrStale) when the key has
 // seen a higher token, lease.ErrUnavailable, ctx's error, or an *Error.
 func (c *Client) DeleteFenced(ctx context.Context, key string, tok token.Token) error {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return err
 	}
-	if err := lease.ValidateToken(tok); err != nil {
+	if err := storekit.ValidateToken(tok); err != nil {
 		return err
 	}
 	hdr := http.Header{}

@@ -62,11 +62,11 @@ func TestErrorsAcrossTheWire(t *testing.T) {
 		}
 	})
 	t.Run("lost", func(t *testing.T) {
-		_, err := c.Renew(ctx, "a", "h2", g.Token, 0)
+		_, err := c.Renew(ctx, lease.RenewRequest{Name: "a", Holder: "h2", Token: g.Token})
 		if !errors.Is(err, lease.ErrLost) {
 			t.Errorf("renew by another: got %v, want lease.ErrLost", err)
 		}
-		if err := c.Release(ctx, "a", "h1", g.Token+1); !errors.Is(err, lease.ErrLost) {
+		if err := c.Release(ctx, lease.ReleaseRequest{Name: "a", Holder: "h1", Token: g.Token + 1}); !errors.Is(err, lease.ErrLost) {
 			t.Errorf("release with another token: got %v, want lease.ErrLost", err)
 		}
 	})

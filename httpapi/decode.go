@@ -74,18 +74,9 @@ func decodeAcquire(r io.Reader) (lease.AcquireRequest, error) {
 	return req, nil
 }
 
-// renewRequest is the decoded body of POST /v1/renew; a zero TTL keeps the
-// lease's TTL.
-type renewRequest struct {
-	Name   string
-	Holder string
-	Token  token.Token
-	TTL    time.Duration
-}
-
 // decodeRenew reads the body of POST /v1/renew: {"name", "holder", "token",
 // "ttl_ms"?}.
-func decodeRenew(r io.Reader) (renewRequest, error) {
+func decodeRenew(r io.Reader) (lease.RenewRequest, error) {
 	var (
 		name, holder *string
 		tok          *uint64
@@ -98,33 +89,26 @@ func decodeRenew(r io.Reader) (renewRequest, error) {
 		{"ttl_ms", &ttlMS, false},
 	})
 	if err != nil {
-		return renewRequest{}, err
+		return lease.RenewRequest{}, err
 	}
-	req := renewRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
+	req := lease.RenewRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
 	if ttlMS != nil {
 		if req.TTL, err = millis("ttl_ms", *ttlMS, lease.MinTTL, lease.MaxTTL); err != nil {
-			return renewRequest{}, err
+			return lease.RenewRequest{}, err
 		}
 	}
 	if err := validateHolder(req.Holder); err != nil {
-		return renewRequest{}, err
+		return lease.RenewRequest{}, err
 	}
-	if err := lease.ValidateRenew(req.Name, secretStandIn, req.Token, req.TTL); err != nil {
-		return renewRequest{}, err
+	if err := (lease.RenewRequest{Name: req.Name, Holder: secretStandIn, Token: req.Token, TTL: req.TTL}).Validate(); err != nil {
+		return lease.RenewRequest{}, err
 	}
 	return req, nil
 }
 
-// releaseRequest is the decoded body of POST /v1/release.
-type releaseRequest struct {
-	Name   string
-	Holder string
-	Token  token.Token
-}
-
 // decodeRelease reads the body of POST /v1/release: {"name", "holder",
 // "token"}.
-func decodeRelease(r io.Reader) (releaseRequest, error) {
+func decodeRelease(r io.Reader) (lease.ReleaseRequest, error) {
 	var (
 		name, holder *string
 		tok          *uint64
@@ -135,14 +119,14 @@ func decodeRelease(r io.Reader) (releaseRequest, error) {
 		{"token", &tok, true},
 	})
 	if err != nil {
-		return releaseRequest{}, err
+		return lease.ReleaseRequest{}, err
 	}
-	req := releaseRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
+	req := lease.ReleaseRequest{Name: *name, Holder: *holder, Token: token.Token(*tok)}
 	if err := validateHolder(req.Holder); err != nil {
-		return releaseRequest{}, err
+		return lease.ReleaseRequest{}, err
 	}
-	if err := lease.ValidateRelease(req.Name, secretStandIn, req.Token); err != nil {
-		return releaseRequest{}, err
+	if err := (lease.ReleaseRequest{Name: req.Name, Holder: secretStandIn, Token: req.Token}).Validate(); err != nil {
+		return lease.ReleaseRequest{}, err
 	}
 	return req, nil
 }
@@ -154,7 +138,7 @@ const secretStandIn = "holder"
 
 // validateHolder checks a holder without quoting it in the error.
 func validateHolder(h string) error {
-	if lease.ValidateRelease("n", h, 1) != nil {
+	if (lease.ReleaseRequest{Name: "n", Holder: h, Token: 1}).Validate() != nil {
 		return invalid("holder must be 1 to %d bytes of UTF-8 without control or format characters (its text is not shown: it is a secret)", lease.MaxHolderLen)
 	}
 	return nil

@@ -20,11 +20,11 @@ type failing struct{ err error }
 func (f failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, error) {
 	return lease.Grant{}, f.err
 }
-func (f failing) Renew(context.Context, string, string, token.Token, time.Duration) (lease.Grant, error) {
+func (f failing) Renew(context.Context, lease.RenewRequest) (lease.Grant, error) {
 	return lease.Grant{}, f.err
 }
-func (f failing) Release(context.Context, string, string, token.Token) error { return f.err }
-func (f failing) Get(context.Context, string) (lease.Info, error)            { return lease.Info{}, f.err }
+func (f failing) Release(context.Context, lease.ReleaseRequest) error { return f.err }
+func (f failing) Get(context.Context, string) (lease.Info, error)     { return lease.Info{}, f.err }
 func (f failing) List(context.Context, lease.ListRequest) (lease.ListPage, error) {
 	return lease.ListPage{}, f.err
 }
@@ -72,10 +72,10 @@ func TestErrorTable(t *testing.T) {
 					return err
 				},
 				"renew": func() error {
-					_, err := c.Renew(ctx, "a", "h", 1, 0)
+					_, err := c.Renew(ctx, lease.RenewRequest{Name: "a", Holder: "h", Token: 1})
 					return err
 				},
-				"release": func() error { return c.Release(ctx, "a", "h", 1) },
+				"release": func() error { return c.Release(ctx, lease.ReleaseRequest{Name: "a", Holder: "h", Token: 1}) },
 				"get": func() error {
 					_, err := c.Get(ctx, "a")
 					return err

@@ -20,13 +20,8 @@ var (
 // server does: through the fast path (fastjson.go) when it applies, where
 // DecodeAcquire on a plain reader always takes encoding/json's.
 func DecodeAcquireBody(b []byte) (lease.AcquireRequest, error) { return decodeAcquire(bodyOf(b)) }
-func DecodeRenewBody(b []byte) (RenewRequest, error)           { return decodeRenew(bodyOf(b)) }
-func DecodeReleaseBody(b []byte) (ReleaseRequest, error)       { return decodeRelease(bodyOf(b)) }
-
-type (
-	RenewRequest   = renewRequest
-	ReleaseRequest = releaseRequest
-)
+func DecodeRenewBody(b []byte) (lease.RenewRequest, error)     { return decodeRenew(bodyOf(b)) }
+func DecodeReleaseBody(b []byte) (lease.ReleaseRequest, error) { return decodeRelease(bodyOf(b)) }
 
 func bodyOf(b []byte) body { return body{Reader: bytes.NewReader(b), b: b} }
 

@@ -104,7 +104,7 @@ func FuzzDecodeRenew(f *testing.F) {
 			if !json.Valid(body) {
 				t.Fatalf("renew accepted a body that is not JSON: %q", body)
 			}
-			if err := lease.ValidateRenew(req.Name, req.Holder, req.Token, req.TTL); err != nil {
+			if err := req.Validate(); err != nil {
 				t.Fatalf("renew accepted %q, which does not validate: %v", body, err)
 			}
 		}
@@ -115,7 +115,7 @@ func FuzzDecodeRenew(f *testing.F) {
 			}
 			return
 		}
-		if err := lease.ValidateRelease(rel.Name, rel.Holder, rel.Token); err != nil {
+		if err := rel.Validate(); err != nil {
 			t.Fatalf("release accepted %q, which does not validate: %v", body, err)
 		}
 		if rel.Token > token.Max {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // deadlineSlack is how much longer than its wait_ms a long poll may keep its
@@ -84,7 +85,7 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.store.Renew(r.Context(), req.Name, req.Holder, req.Token, req.TTL)
+	g, err := s.store.Renew(r.Context(), lease.RenewRequest{Name: req.Name, Holder: req.Holder, Token: req.Token, TTL: req.TTL})
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.Release(r.Context(), req.Name, req.Holder, req.Token); err != nil {
+	if err := s.store.Release(r.Context(), lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: req.Token}); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, releasedJSON{Released: true})
@@ -106,7 +107,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 // get answers GET /v1/leases/{name...} with the lease's public view.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	if err := lease.ValidateName(name); err != nil {
+	if err := storekit.ValidateName(name); err != nil {
 		return err
 	}
 	if r.URL.RawQuery != "" {

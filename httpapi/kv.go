@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -95,7 +96,7 @@ func (s *Server) kvKey(r *http.Request) (string, error) {
 		return "", errNoKV
 	}
 	key := r.PathValue("key")
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return "", err
 	}
 	return key, nil

@@ -53,7 +53,7 @@ func TestSlowBodies(t *testing.T) {
 		name := fmt.Sprint("good/", i)
 		g, err := client.Acquire(t.Context(), lease.AcquireRequest{Name: name, Holder: "h", TTL: time.Minute})
 		if err == nil {
-			err = client.Release(t.Context(), name, "h", g.Token)
+			err = client.Release(t.Context(), lease.ReleaseRequest{Name: name, Holder: "h", Token: g.Token})
 		}
 		switch {
 		case err == nil:

@@ -53,7 +53,7 @@ func TestUIBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Release(ctx, done.Name, done.Holder, done.Token); err != nil {
+	if err := st.Release(ctx, lease.ReleaseRequest{Name: done.Name, Holder: done.Holder, Token: done.Token}); err != nil {
 		t.Fatal(err)
 	}
 	backup := grant("jobs/nightly-backup", "cron@db-1", 10*time.Minute)
@@ -169,7 +169,7 @@ func TestUIBrowser(t *testing.T) {
 	if _, err := st.Get(ctx, deploy.Name); !errors.Is(err, lease.ErrNotFound) {
 		t.Errorf("after the admin's revoke: %v, want not found", err)
 	}
-	_, err = st.Renew(ctx, deploy.Name, deploy.Holder, deploy.Token, 0)
+	_, err = st.Renew(ctx, lease.RenewRequest{Name: deploy.Name, Holder: deploy.Holder, Token: deploy.Token})
 	var rev *lease.RevokedError
 	if !errors.As(err, &rev) || rev.Reason != "stuck since the 02:00 deploy" {
 		t.Errorf("the holder's renew: %v, want revoked with the reason", err)

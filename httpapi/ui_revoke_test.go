@@ -95,7 +95,7 @@ func TestUIRevoke(t *testing.T) {
 	if _, err := e.store.Get(t.Context(), "stuck"); !errors.Is(err, lease.ErrNotFound) {
 		t.Errorf("after the revoke: %v, want not found", err)
 	}
-	_, err := e.store.Renew(t.Context(), "stuck", g.Holder, g.Token, 0)
+	_, err := e.store.Renew(t.Context(), lease.RenewRequest{Name: "stuck", Holder: g.Holder, Token: g.Token})
 	var rev *lease.RevokedError
 	if !errors.As(err, &rev) || rev.Reason != "stuck since the deploy" || !strings.Contains(rev.By, "status page") {
 		t.Errorf("the holder's renew: %v, want revoked with the reason and who", err)

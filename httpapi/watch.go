@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -142,7 +143,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, name string) erro
 			return err
 		}
 		if q.after.Name != "" && !st.Same(q.after) {
-			st.Reason = lease.ChangeReason(q.after, st)
+			st.Reason = storekit.ChangeReason(q.after, st)
 		}
 		return writeJSON(w, http.StatusOK, stateToJSON(st))
 	}
@@ -173,7 +174,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, name string) erro
 			return err
 		}
 		if !st.Same(q.after) {
-			st.Reason = lease.ChangeReason(q.after, st)
+			st.Reason = storekit.ChangeReason(q.after, st)
 		}
 		return writeJSON(w, http.StatusOK, stateToJSON(st))
 	}
@@ -189,7 +190,7 @@ var _ lease.Watcher = (*Client)(nil)
 // Errors: lease.ErrInvalid, lease.ErrUnavailable (the server could not be
 // reached, or is shutting down), ctx's error, or an *Error.
 func (c *Client) Watch(ctx context.Context, name string, after lease.State) (lease.State, error) {
-	if err := lease.ValidateWatch(name, after); err != nil {
+	if err := storekit.ValidateWatch(name, after); err != nil {
 		return lease.State{}, err
 	}
 	q := url.Values{}

@@ -45,7 +45,7 @@ func BenchmarkWatchWakeHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 		wake, call = append(wake, (<-woke).Sub(t0)), append(call, t1.Sub(t0))
-		if err := leader.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+		if err := leader.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 			b.Fatal(err)
 		}
 		if cur, err = follower.Watch(ctx, "followed", cur); err != nil { // the release

@@ -122,10 +122,10 @@ func TestClientSpeaksJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Renew(t.Context(), "a", "h", g.Token, 0); err != nil {
+	if _, err := c.Renew(t.Context(), lease.RenewRequest{Name: "a", Holder: "h", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Release(t.Context(), "a", "h", g.Token); err != nil {
+	if err := c.Release(t.Context(), lease.ReleaseRequest{Name: "a", Holder: "h", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	// The same server reached by "localhost" (the README's URLs).

@@ -157,7 +157,7 @@ func TestTermEndsWhenTheStoreSaysSo(t *testing.T) {
 	l := term.Lease()
 	// Someone with the secret (an operator's script) releases it behind the
 	// leader's back.
-	if err := store.Release(t.Context(), l.Name(), l.Holder(), l.Token()); err != nil {
+	if err := store.Release(t.Context(), lease.ReleaseRequest{Name: l.Name(), Holder: l.Holder(), Token: l.Token()}); err != nil {
 		t.Fatal(err)
 	}
 	select {

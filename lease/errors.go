@@ -31,6 +31,16 @@ var (
 	// commit is in doubt.
 	ErrUnavailable = errors.New("lease: store unavailable")
 
+	// ErrUnknown: a write (an acquire, renew, release, revoke or fenced
+	// write) was submitted, but its answer was lost (ctx ended while the
+	// store had the write in hand, the connection broke, the cluster did not
+	// answer in time): it may or may not have taken effect. It comes with
+	// ctx's error or ErrUnavailable, which the error also matches. The
+	// holder's retry with the same holder secret is safe: an acquire that did
+	// commit is granted again (same token), a renewal renewed again. A lease
+	// handle treats it as a renewal that may have shortened its TTL.
+	ErrUnknown = errors.New("lease: outcome unknown")
+
 	// ErrNoKey: no value under that key in a fenced key-value store (never
 	// written, or deleted). It matches ErrNotFound, so one check covers both;
 	// its message says "no such key", not "lease: not found".

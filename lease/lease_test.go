@@ -152,7 +152,7 @@ func TestRenewRejected(t *testing.T) {
 	st := newSpy()
 	l := acquire(t, st, "rejected/a", time.Minute)
 	// Someone with the secret releases it behind the handle's back.
-	if err := st.Release(t.Context(), l.Name(), l.Holder(), l.Token()); err != nil {
+	if err := st.Release(t.Context(), lease.ReleaseRequest{Name: l.Name(), Holder: l.Holder(), Token: l.Token()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Renew(t.Context(), 0); !errors.Is(err, lease.ErrLost) {

@@ -169,7 +169,7 @@ func (m *Manager) releaseLate(ctx context.Context, name string, late *Grant) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := m.store.Release(rctx, name, late.Holder, late.Token); err != nil {
+	if err := m.store.Release(rctx, ReleaseRequest{Name: name, Holder: late.Holder, Token: late.Token}); err != nil {
 		level.Warn(m.logger).Log("msg", "releasing an unused grant failed; it will expire", "lease", name,
 			"token", late.Token, "err", err)
 	}

@@ -30,7 +30,7 @@ import (
 // deadline, and Renew may be tried again.
 func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 	if ttl != 0 {
-		if err := ValidateTTL(ttl); err != nil {
+		if err := validateTTL(ttl); err != nil {
 			return fmt.Errorf("renew %q: %w", l.name, err)
 		}
 	}
@@ -43,7 +43,7 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 		ttl = l.TTL()
 	}
 	sent := l.clock.Now()
-	g, err := l.store.Renew(ctx, l.name, l.holder, l.token, ttl)
+	g, err := l.store.Renew(ctx, RenewRequest{Name: l.name, Holder: l.holder, Token: l.token, TTL: ttl})
 	if err == nil && g.Token != l.token {
 		err = fmt.Errorf("%w: the store renewed token %d as %d", ErrLost, l.token, g.Token)
 	}
@@ -113,7 +113,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	case l.gone != nil:
 		return fmt.Errorf("release %q: %w", l.name, l.gone)
 	}
-	err := l.store.Release(ctx, l.name, l.holder, l.token)
+	err := l.store.Release(ctx, ReleaseRequest{Name: l.name, Holder: l.holder, Token: l.token})
 	switch {
 	case err == nil:
 		l.released = true

@@ -46,11 +46,11 @@ const MaxReasonLen = 256
 
 // Validate checks every field of r.
 func (r RevokeRequest) Validate() error {
-	if err := ValidateName(r.Name); err != nil {
+	if err := validateName(r.Name); err != nil {
 		return err
 	}
 	if r.Token != 0 {
-		if err := ValidateToken(r.Token); err != nil {
+		if err := validateToken(r.Token); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/memory"
-	"github.com/picketlock/picket/token"
 )
 
 // spy is a lease.Store over storage/memory that records every call and can
@@ -60,7 +59,8 @@ func (s *spy) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gran
 	return s.Store.Acquire(ctx, req)
 }
 
-func (s *spy) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
+func (s *spy) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	s.mu.Lock()
 	n := len(s.renews)
 	s.renews = append(s.renews, time.Now())
@@ -71,14 +71,15 @@ func (s *spy) Renew(ctx context.Context, name, holder string, tok token.Token, t
 			return lease.Grant{}, err
 		}
 	}
-	return s.Store.Renew(ctx, name, holder, tok, ttl)
+	return s.Store.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: tok, TTL: ttl})
 }
 
-func (s *spy) Release(ctx context.Context, name, holder string, tok token.Token) error {
+func (s *spy) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
 	s.mu.Lock()
 	s.releases++
 	s.mu.Unlock()
-	return s.Store.Release(ctx, name, holder, tok)
+	return s.Store.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: tok})
 }
 
 func (s *spy) acquireCalls() []acquireCall {

@@ -8,9 +8,16 @@ import (
 )
 
 // Store is the backend contract: the place where leases and the token counter
-// live. It is implemented by storage/sqlite (one file), httpapi.Client (a
-// picket server) and, later, storage/etcd. Every implementation passes the
-// conformance suite in lease/leasetest.
+// live. It is implemented by storage/sqlite (one file), storage/etcd (an etcd
+// cluster), storage/memory (one process, for tests) and httpapi.Client (a
+// picket server). Every implementation passes the conformance suite in
+// lease/leasetest; package lease/storekit holds the helpers they share.
+//
+// Every call that writes (Acquire, Renew, Release) takes one request struct,
+// so that a field can be added without breaking callers. A write whose
+// outcome the store cannot tell (it was submitted, then ctx ended or the
+// connection broke before the answer) returns an error matching ErrUnknown
+// as well as ctx's error or ErrUnavailable.
 //
 // The store's own clock decides expiry; a caller's clock never does. A Store is
 // safe for concurrent use.
@@ -26,20 +33,26 @@ type Store interface {
 	//
 	// ctx bounds the whole call, waiting included. Errors: ErrInvalid for bad
 	// input (nothing is written), ErrHeld, ErrUnavailable when the store
-	// refuses grants (a failed commit), or ctx's error.
+	// refuses grants (a failed commit), ctx's error, and ErrUnknown with
+	// either of the last two when the grant may have been committed (the
+	// holder's retry gets it back).
 	Acquire(ctx context.Context, req AcquireRequest) (Grant, error)
 
-	// Renew extends a live lease held by holder with token tok, for ttl from
-	// now (zero ttl: the lease's current TTL). The token never changes.
-	// Errors: ErrInvalid, ErrLost when the lease is not held by holder with tok
-	// (released, expired even if nobody took it, taken by another), or
-	// ErrUnavailable.
-	Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (Grant, error)
+	// Renew extends the live lease on req.Name held by req.Holder with
+	// req.Token, for req.TTL from now (zero: the lease's current TTL). The
+	// token never changes. Errors: ErrInvalid, ErrLost when the lease is not
+	// held by that holder with that token (released, expired even if nobody
+	// took it, taken by another), ErrUnavailable, ctx's error, and
+	// ErrUnknown with either of the last two when the renewal may have been
+	// committed.
+	Renew(ctx context.Context, req RenewRequest) (Grant, error)
 
-	// Release frees the name at once. Errors: ErrInvalid, ErrLost when the
-	// lease is not held by holder with tok, or ErrUnavailable. Releasing never
-	// risks token reuse: the counter is separate from the lease rows.
-	Release(ctx context.Context, name, holder string, tok token.Token) error
+	// Release frees req.Name at once. Errors: ErrInvalid, ErrLost when the
+	// lease is not held by req.Holder with req.Token, ErrUnavailable, ctx's
+	// error, and ErrUnknown with either of the last two when the release may
+	// have been committed. Releasing never risks token reuse: the counter is
+	// separate from the lease rows.
+	Release(ctx context.Context, req ReleaseRequest) error
 
 	// Get returns the public view of the live lease on name, or ErrNotFound.
 	Get(ctx context.Context, name string) (Info, error)
@@ -82,6 +95,22 @@ type AcquireRequest struct {
 	// the store's default (for storage/sqlite, WithLockDelay; over HTTP, the
 	// server's -lock-delay); at most MaxLockDelay.
 	LockDelay time.Duration
+}
+
+// RenewRequest is the argument of Store.Renew: the lease (name, holder
+// secret and token, as granted) and the TTL to extend it by.
+type RenewRequest struct {
+	Name   string
+	Holder string
+	Token  token.Token
+	TTL    time.Duration // from now; zero keeps the lease's TTL; else between MinTTL and MaxTTL, whole milliseconds
+}
+
+// ReleaseRequest is the argument of Store.Release: the lease, as granted.
+type ReleaseRequest struct {
+	Name   string
+	Holder string
+	Token  token.Token
 }
 
 // Grant is a lease as its holder sees it.

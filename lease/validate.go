@@ -1,10 +1,10 @@
 package lease
 
 import (
+	"fmt"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/picketlock/picket/lease/internal/rules"
 	"github.com/picketlock/picket/token"
 )
 
@@ -24,36 +24,22 @@ const (
 	ttlResolution    = time.Millisecond
 )
 
-// ValidateName reports whether s is a valid lease name (or fenced key): 1–256
-// bytes of UTF-8 without control characters.
-func ValidateName(s string) error { return validateText("name", s, MaxNameLen, false) }
+// validateName checks a lease name (or fenced key): 1–256 bytes of UTF-8
+// without control characters.
+func validateName(s string) error { return validateText("name", s, MaxNameLen, false) }
 
-// ValidateTTL reports whether ttl is a whole number of milliseconds between
+// validateTTL checks that ttl is a whole number of milliseconds between
 // MinTTL and MaxTTL.
-func ValidateTTL(ttl time.Duration) error {
-	if ttl < MinTTL || ttl > MaxTTL {
-		return invalid("ttl %v is out of bounds [%v, %v]", ttl, MinTTL, MaxTTL)
-	}
-	if ttl%ttlResolution != 0 {
-		return invalid("ttl %v is not a whole number of milliseconds", ttl)
-	}
-	return nil
+func validateTTL(ttl time.Duration) error {
+	return invalidIf(rules.TTL(ttl, MinTTL, MaxTTL, ttlResolution))
 }
 
-// ValidateToken reports whether t can be a granted token.
-func ValidateToken(t token.Token) error {
-	if t == 0 {
-		return invalid("token is zero")
-	}
-	if t > token.Max {
-		return invalid("token %d is above %d", t, token.Max)
-	}
-	return nil
-}
+// validateToken checks that t can be a granted token.
+func validateToken(t token.Token) error { return invalidIf(rules.Token(t)) }
 
 // Validate checks every field of r.
 func (r AcquireRequest) Validate() error {
-	if err := ValidateName(r.Name); err != nil {
+	if err := validateName(r.Name); err != nil {
 		return err
 	}
 	if err := validateText("holder", r.Holder, MaxHolderLen, false); err != nil {
@@ -62,7 +48,7 @@ func (r AcquireRequest) Validate() error {
 	if err := validateText("owner", r.Owner, MaxOwnerLen, true); err != nil {
 		return err
 	}
-	if err := ValidateTTL(r.TTL); err != nil {
+	if err := validateTTL(r.TTL); err != nil {
 		return err
 	}
 	if r.Wait < 0 || r.Wait > MaxWait {
@@ -77,35 +63,32 @@ func (r AcquireRequest) Validate() error {
 	return nil
 }
 
-// ValidateRenew checks the arguments of Store.Renew; a zero ttl means "keep
-// the lease's TTL".
-func ValidateRenew(name, holder string, tok token.Token, ttl time.Duration) error {
-	if err := ValidateRelease(name, holder, tok); err != nil {
+// Validate checks every field of r; a zero TTL means "keep the lease's
+// TTL".
+func (r RenewRequest) Validate() error {
+	if err := (ReleaseRequest{Name: r.Name, Holder: r.Holder, Token: r.Token}).Validate(); err != nil {
 		return err
 	}
-	if ttl != 0 {
-		return ValidateTTL(ttl)
+	if r.TTL != 0 {
+		return validateTTL(r.TTL)
 	}
 	return nil
 }
 
-// ValidateRelease checks the arguments of Store.Release.
-func ValidateRelease(name, holder string, tok token.Token) error {
-	if err := ValidateName(name); err != nil {
+// Validate checks every field of r.
+func (r ReleaseRequest) Validate() error {
+	if err := validateName(r.Name); err != nil {
 		return err
 	}
-	if err := validateText("holder", holder, MaxHolderLen, false); err != nil {
+	if err := validateText("holder", r.Holder, MaxHolderLen, false); err != nil {
 		return err
 	}
-	return ValidateToken(tok)
+	return validateToken(r.Token)
 }
-
-// ValidatePrefix checks a list prefix; the empty prefix lists everything.
-func ValidatePrefix(p string) error { return validateText("prefix", p, MaxPrefixLen, true) }
 
 // Validate checks every field of r.
 func (r ListRequest) Validate() error {
-	if err := ValidatePrefix(r.Prefix); err != nil {
+	if err := validateText("prefix", r.Prefix, MaxPrefixLen, true); err != nil {
 		return err
 	}
 	if err := validateText("after", r.After, MaxNameLen, true); err != nil {
@@ -126,28 +109,15 @@ func (r ListRequest) PageLimit() int {
 	return r.Limit
 }
 
+// validateText checks s, named what, with the rules of package rules.
 func validateText(what, s string, max int, emptyOK bool) error {
-	if s == "" {
-		if emptyOK {
-			return nil
-		}
-		return invalid("%s is empty", what)
+	return invalidIf(rules.Text(what, s, max, emptyOK))
+}
+
+// invalidIf wraps a rule's complaint, if any, in ErrInvalid.
+func invalidIf(err error) error {
+	if err == nil {
+		return nil
 	}
-	if len(s) > max {
-		return invalid("%s is %d bytes, longer than %d", what, len(s), max)
-	}
-	if !utf8.ValidString(s) {
-		return invalid("%s is not valid UTF-8", what)
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return invalid("%s %q contains the control character %U", what, s, r)
-		}
-		if unicode.Is(unicode.Cf, r) {
-			// Zero-width and bidi-override characters make two names that
-			// look alike differ, or one name look like another.
-			return invalid("%s %q contains the format character %U", what, s, r)
-		}
-	}
-	return nil
+	return fmt.Errorf("%w: %v", ErrInvalid, err)
 }

@@ -99,18 +99,6 @@ type Watcher interface {
 	Watch(ctx context.Context, name string, after State) (State, error)
 }
 
-// ValidateWatch checks Watch's arguments as every store does: a valid name,
-// and an after that is zero or names the same name.
-func ValidateWatch(name string, after State) error {
-	if err := ValidateName(name); err != nil {
-		return err
-	}
-	if after.Name != "" && after.Name != name {
-		return invalid("watch %q: after is a state of %q", name, after.Name)
-	}
-	return nil
-}
-
 // MovingClock is a Clock that can jump, as a test's clock does
 // (leasetest.Clock). A watch times a lease's deadline with a timer on
 // real time; on a MovingClock it also looks again whenever the clock
@@ -118,19 +106,4 @@ func ValidateWatch(name string, after State) error {
 type MovingClock interface {
 	Clock
 	Moved() <-chan struct{}
-}
-
-// ChangeReason is the Reason of cur, a state not Same as after, as far as
-// the two states tell: a held state is "renewed" if after held the same
-// token and "granted" otherwise; a free state keeps the reason its store
-// gave it (released, expired, revoked). Stores use it to fill
-// State.Reason.
-func ChangeReason(after, cur State) string {
-	if !cur.Held {
-		return cur.Reason
-	}
-	if after.Held && after.Token == cur.Token {
-		return ReasonRenewed
-	}
-	return ReasonGranted
 }

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/token"
 )
 
 // etcdPrefix starts the keys of every mutex the suite takes.
@@ -109,7 +108,8 @@ func (s *etcdStore) Acquire(ctx context.Context, req lease.AcquireRequest) (leas
 	return grant(req, own.GetCompare().GetCreateRevision())
 }
 
-func (s *etcdStore) Release(ctx context.Context, name, holder string, _ token.Token) error {
+func (s *etcdStore) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder := req.Name, req.Holder
 	m, ok := s.held.LoadAndDelete(holder + "\x00" + name)
 	if !ok {
 		return fmt.Errorf("release %q: %w", name, lease.ErrLost)

@@ -207,8 +207,8 @@ type grantsAll struct{ n atomic.Int64 }
 func (s *grantsAll) Acquire(_ context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	return lease.Grant{Name: req.Name, Holder: req.Holder, Token: token.Token(s.n.Add(1)), TTL: req.TTL}, nil
 }
-func (s *grantsAll) Release(context.Context, string, string, token.Token) error { return nil }
-func (s *grantsAll) Renew(context.Context, string, string, token.Token, time.Duration) (lease.Grant, error) {
+func (s *grantsAll) Release(context.Context, lease.ReleaseRequest) error { return nil }
+func (s *grantsAll) Renew(context.Context, lease.RenewRequest) (lease.Grant, error) {
 	return lease.Grant{}, nil
 }
 func (s *grantsAll) Get(context.Context, string) (lease.Info, error) { return lease.Info{}, nil }
@@ -231,10 +231,10 @@ func checkSemantics(ctx context.Context, s lease.Store) error {
 	if _, err := s.Acquire(ctx, req("x", b, 0)); !errors.Is(err, lease.ErrHeld) {
 		return fmt.Errorf("B's acquire of A's name: %v, want ErrHeld", err)
 	}
-	if err := s.Release(ctx, base+"x", b, g1.Token); !errors.Is(err, lease.ErrLost) {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: base + "x", Holder: b, Token: g1.Token}); !errors.Is(err, lease.ErrLost) {
 		return fmt.Errorf("B's release of A's name: %v, want ErrLost", err)
 	}
-	if err := s.Release(ctx, base+"x", a, g1.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: base + "x", Holder: a, Token: g1.Token}); err != nil {
 		return fmt.Errorf("A's release: %w", err)
 	}
 	g2, err := s.Acquire(ctx, req("x", b, 0))
@@ -260,7 +260,7 @@ func checkSemantics(ctx context.Context, s lease.Store) error {
 		return fmt.Errorf("A's waiting acquire returned while B held the name: %v, %v", r.g, r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if err := s.Release(ctx, base+"x", b, g2.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: base + "x", Holder: b, Token: g2.Token}); err != nil {
 		return fmt.Errorf("B's release: %w", err)
 	}
 	r := <-done
@@ -270,7 +270,7 @@ func checkSemantics(ctx context.Context, s lease.Store) error {
 	if r.g.Token <= g2.Token {
 		return fmt.Errorf("waiter's token %d after %d: tokens must grow", r.g.Token, g2.Token)
 	}
-	return s.Release(ctx, base+"x", a, r.g.Token)
+	return s.Release(ctx, lease.ReleaseRequest{Name: base + "x", Holder: a, Token: r.g.Token})
 }
 
 // TestSummary: the side-by-side table has one line per system at the

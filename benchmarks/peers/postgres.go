@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/token"
 )
 
 // postgresSchema makes the lease table and the counter row. Tokens come
@@ -131,7 +130,8 @@ func (s *postgresStore) Acquire(ctx context.Context, req lease.AcquireRequest) (
 	})
 }
 
-func (s *postgresStore) Release(ctx context.Context, name, holder string, tok token.Token) error {
+func (s *postgresStore) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
 	tag, err := s.pool.Exec(ctx, postgresRelease, name, holder, int64(tok))
 	if err != nil {
 		return fmt.Errorf("postgres release: %w", err)

@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/token"
 )
 
 // The usual Redis lock with a fencing counter: the lease and the token in
@@ -97,7 +96,8 @@ func (s *redisStore) Acquire(ctx context.Context, req lease.AcquireRequest) (lea
 	})
 }
 
-func (s *redisStore) Release(ctx context.Context, name, holder string, _ token.Token) error {
+func (s *redisStore) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder := req.Name, req.Holder
 	n, err := redisRelease.EvalSha(ctx, s.c, []string{name}, holder).Int64()
 	if err != nil {
 		return redisErr("release", err)

@@ -55,7 +55,7 @@ var errUnsupported = errors.New("peers: not supported by this adapter")
 // unsupported fills in the lease.Store methods the workloads never call.
 type unsupported struct{}
 
-func (unsupported) Renew(context.Context, string, string, token.Token, time.Duration) (lease.Grant, error) {
+func (unsupported) Renew(context.Context, lease.RenewRequest) (lease.Grant, error) {
 	return lease.Grant{}, errUnsupported
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/token"
 )
 
 // TrivialHandler is the baseline server: it reads the request body, and
@@ -73,7 +72,8 @@ func (s *trivialStore) Acquire(ctx context.Context, req lease.AcquireRequest) (l
 	return grant(req, tok)
 }
 
-func (s *trivialStore) Release(ctx context.Context, name, holder string, _ token.Token) error {
+func (s *trivialStore) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder := req.Name, req.Holder
 	_, err := s.post(ctx, "/v1/release", name, holder)
 	return err
 }

@@ -263,7 +263,7 @@ func benchLoop(ctx context.Context, st lease.Store, name string, hold time.Durat
 		g, err := st.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: holder, Owner: "bench", TTL: time.Minute, Wait: 10 * time.Second})
 		if errors.Is(err, lease.ErrHeld) || ctx.Err() != nil {
 			if err == nil {
-				_ = st.Release(context.Background(), name, holder, g.Token)
+				_ = st.Release(context.Background(), lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token})
 			}
 			continue
 		}
@@ -273,7 +273,7 @@ func benchLoop(ctx context.Context, st lease.Store, name string, hold time.Durat
 		if hold > 0 {
 			time.Sleep(hold)
 		}
-		if err := st.Release(context.Background(), name, holder, g.Token); err != nil {
+		if err := st.Release(context.Background(), lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token}); err != nil {
 			return n, err
 		}
 		n++
@@ -289,7 +289,7 @@ func benchIdle(ctx context.Context, st lease.Store, self, db, name string, n int
 	if err != nil {
 		return 0, err
 	}
-	defer st.Release(context.Background(), name, holder, g.Token)
+	defer st.Release(context.Background(), lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token})
 	ps, err := startAll(self, "idle", db, name, n, 0)
 	if err != nil {
 		return 0, err

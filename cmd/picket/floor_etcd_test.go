@@ -69,7 +69,7 @@ func TestEtcdTokenFloor(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Acquire(%s): %v", name, err)
 		}
-		if err := st.Release(ctx, name, g.Holder, g.Token); err != nil {
+		if err := st.Release(ctx, lease.ReleaseRequest{Name: name, Holder: g.Holder, Token: g.Token}); err != nil {
 			t.Fatalf("Release(%s): %v", name, err)
 		}
 		return g.Token
@@ -119,7 +119,7 @@ func TestEtcdTokenFloor(t *testing.T) {
 	if info, err := fresh.Get(ctx, "held"); err != nil || info.Token != g.Token || g.Token <= tok {
 		t.Errorf("Get(held) = %+v, %v; want token %d above %d", info, err, g.Token, tok)
 	}
-	if _, err := before.Renew(ctx, "held", "h", g.Token, 0); err != nil {
+	if _, err := before.Renew(ctx, lease.RenewRequest{Name: "held", Holder: "h", Token: g.Token}); err != nil {
 		t.Errorf("Renew through a store that saw the raise: %v", err)
 	}
 	if err := fresh.PutFenced(ctx, "k", []byte("new"), g.Token); err != nil {
@@ -128,7 +128,7 @@ func TestEtcdTokenFloor(t *testing.T) {
 	if _, h, err := fresh.GetFenced(ctx, "k"); err != nil || h != g.Token {
 		t.Errorf("GetFenced(k) = %d, %v; want %d", h, err, g.Token)
 	}
-	if err := before.Release(ctx, "held", "h", g.Token); err != nil {
+	if err := before.Release(ctx, lease.ReleaseRequest{Name: "held", Holder: "h", Token: g.Token}); err != nil {
 		t.Errorf("Release: %v", err)
 	}
 }

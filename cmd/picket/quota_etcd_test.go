@@ -50,7 +50,7 @@ func TestServeEtcdQuota(t *testing.T) {
 	if live := metric(t, s.url, "picket_leases_live"); live != "3" {
 		t.Errorf("picket_leases_live = %q, want 3", live)
 	}
-	if err := cl.Release(ctx, "a", "holder-a", gs[0].Token); err != nil {
+	if err := cl.Release(ctx, lease.ReleaseRequest{Name: "a", Holder: "holder-a", Token: gs[0].Token}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := acquire("d", "holder-d")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // DefaultGrace is how long "picket run" waits after SIGTERM before it sends
@@ -54,7 +55,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	case *conflict < 0 || *conflict > 255:
 		return usagef("run: -conflict-exit-code must be between 0 and 255")
 	}
-	if err := lease.ValidateTTL(*ttl); err != nil {
+	if err := storekit.ValidateTTL(*ttl); err != nil {
 		return usagef("run: -ttl: %v", err)
 	}
 	g, err := graceFor(*ttl, *grace, flagSet(fs, "grace"))

@@ -111,7 +111,7 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		g, err := s.Renew(ctx, *name, *holder, t, *ttl)
+		g, err := s.Renew(ctx, lease.RenewRequest{Name: *name, Holder: *holder, Token: t, TTL: *ttl})
 		if err != nil {
 			return err // the store names the call and the lease
 		}
@@ -132,7 +132,7 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		if err := s.Release(ctx, *name, *holder, t); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: *name, Holder: *holder, Token: t}); err != nil {
 			return err // the store names the call and the lease
 		}
 		_, err := fmt.Fprintln(e.stdout, `{"released":true}`)

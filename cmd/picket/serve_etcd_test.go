@@ -51,7 +51,7 @@ func TestServeEtcd(t *testing.T) {
 		woken <- result{g, err}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	if err := c1.Release(ctx, "job", "holder-a", a.Token); err != nil {
+	if err := c1.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "holder-a", Token: a.Token}); err != nil {
 		t.Fatalf("release through server 1: %v", err)
 	}
 	var b lease.Grant

@@ -85,7 +85,7 @@ func TestServeDeadWaiter(t *testing.T) {
 	if err := <-waiting; err == nil {
 		t.Fatal("the waiter through the killed server was granted")
 	}
-	if err := cb.Release(ctx, "job", g.Holder, g.Token); err != nil {
+	if err := cb.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := cb.Acquire(ctx, lease.AcquireRequest{Name: "job", Holder: lease.NewHolder(), Owner: "next", TTL: time.Minute})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // runWatch is "picket watch NAME": the name's state now, then one line per
@@ -50,7 +51,7 @@ func runWatch(ctx context.Context, e *env, args []string) error {
 	if *count < 0 {
 		return usagef("watch: -count must not be negative")
 	}
-	if err := lease.ValidateName(name); err != nil {
+	if err := storekit.ValidateName(name); err != nil {
 		return usagef("watch: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

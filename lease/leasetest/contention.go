@@ -66,7 +66,7 @@ func (s suite) testContention(t *testing.T) {
 				mu.Lock()
 				delete(held, name) // before the release: after it, the next holder may come in
 				mu.Unlock()
-				if err := st.Release(ctx, name, req.Holder, got.Token); err != nil {
+				if err := st.Release(ctx, lease.ReleaseRequest{Name: name, Holder: req.Holder, Token: got.Token}); err != nil {
 					t.Errorf("goroutine %d round %d: Release(%q): %v", g, i, name, err)
 					return
 				}

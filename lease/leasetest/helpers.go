@@ -33,7 +33,7 @@ func mustAcquire(t testing.TB, st lease.Store, req lease.AcquireRequest) lease.G
 // mustRelease releases g or fails the test.
 func mustRelease(t testing.TB, st lease.Store, g lease.Grant) {
 	t.Helper()
-	if err := st.Release(context.Background(), g.Name, g.Holder, g.Token); err != nil {
+	if err := st.Release(context.Background(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatalf("Release(%q, token %d): %v", g.Name, g.Token, err)
 	}
 }
@@ -102,12 +102,12 @@ func wantErr(t testing.TB, what string, err, target error) {
 
 // renew renews g with ttl.
 func renew(st lease.Store, g lease.Grant, ttl time.Duration) (lease.Grant, error) {
-	return st.Renew(context.Background(), g.Name, g.Holder, g.Token, ttl)
+	return st.Renew(context.Background(), lease.RenewRequest{Name: g.Name, Holder: g.Holder, Token: g.Token, TTL: ttl})
 }
 
 // release releases g.
 func release(st lease.Store, g lease.Grant) error {
-	return st.Release(context.Background(), g.Name, g.Holder, g.Token)
+	return st.Release(context.Background(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token})
 }
 
 // mustGet returns the live lease on name or fails the test.

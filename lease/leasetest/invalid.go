@@ -68,12 +68,14 @@ func (s suite) testInvalid(t *testing.T) {
 	}
 	ren := func(name, holder string, tok token.Token, ttl time.Duration) func(context.Context, lease.Store) error {
 		return func(ctx context.Context, st lease.Store) error {
-			_, err := st.Renew(ctx, name, holder, tok, ttl)
+			_, err := st.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: tok, TTL: ttl})
 			return err
 		}
 	}
 	rel := func(name, holder string, tok token.Token) func(context.Context, lease.Store) error {
-		return func(ctx context.Context, st lease.Store) error { return st.Release(ctx, name, holder, tok) }
+		return func(ctx context.Context, st lease.Store) error {
+			return st.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: tok})
+		}
 	}
 	get := func(name string) func(context.Context, lease.Store) error {
 		return func(ctx context.Context, st lease.Store) error { _, err := st.Get(ctx, name); return err }

@@ -83,7 +83,7 @@ func BenchmarkCycles(b *testing.B) {
 						return err
 					}
 					if w != "fresh" {
-						if err := st.Release(ctx, req.Name, holder, g.Token); err != nil {
+						if err := st.Release(ctx, lease.ReleaseRequest{Name: req.Name, Holder: holder, Token: g.Token}); err != nil {
 							return err
 						}
 					}

@@ -59,10 +59,10 @@ func TestLeaseOutlivesEtcdRevoke(t *testing.T) {
 	if info, err := b2.Get(ctx, "revoke/a"); err != nil || info.Token != g.Token {
 		t.Errorf("Get after the revokes = %+v, %v; want the first holder's token %d", info, err, g.Token)
 	}
-	if _, err := a.Renew(ctx, "revoke/a", "first", g.Token, 0); err != nil {
+	if _, err := a.Renew(ctx, lease.RenewRequest{Name: "revoke/a", Holder: "first", Token: g.Token}); err != nil {
 		t.Errorf("renew after the revokes: %v", err)
 	}
-	if err := a.Release(ctx, "revoke/a", "first", g.Token); err != nil {
+	if err := a.Release(ctx, lease.ReleaseRequest{Name: "revoke/a", Holder: "first", Token: g.Token}); err != nil {
 		t.Errorf("release after the revokes: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestExpiryByObservation(t *testing.T) {
 	wantHeldBy("first sight")
 	clk.Advance(ttl - time.Millisecond)
 	wantHeldBy("a TTL less 1 ms after the first sight")
-	if _, err := holder.Renew(ctx, req.Name, req.Holder, g.Token, 0); err != nil {
+	if _, err := holder.Renew(ctx, lease.RenewRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
@@ -119,10 +119,10 @@ func TestExpiryByObservation(t *testing.T) {
 	if next.Token <= g.Token {
 		t.Errorf("taken with token %d, not above the old %d", next.Token, g.Token)
 	}
-	if _, err := holder.Renew(ctx, req.Name, req.Holder, g.Token, 0); !errors.Is(err, lease.ErrLost) {
+	if _, err := holder.Renew(ctx, lease.RenewRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("the old holder's renew = %v, want lost", err)
 	}
-	if err := holder.Release(ctx, req.Name, req.Holder, g.Token); !errors.Is(err, lease.ErrLost) {
+	if err := holder.Release(ctx, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("the old holder's release = %v, want lost", err)
 	}
 }
@@ -167,7 +167,7 @@ func TestSweepEndsAbandoned(t *testing.T) {
 	if n := keys(); n != 1 {
 		t.Fatalf("%d lease keys a TTL after the sweep first saw them, want 1 (the live one)", n)
 	}
-	if _, err := holder.Renew(ctx, live.Name, "here", live.Token, 0); err != nil {
+	if _, err := holder.Renew(ctx, lease.RenewRequest{Name: live.Name, Holder: "here", Token: live.Token}); err != nil {
 		t.Errorf("the live lease beside it: %v", err)
 	}
 }

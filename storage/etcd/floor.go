@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -129,7 +129,7 @@ func (s *Store) floorFrom(r *clientv3.TxnResponse) (floorState, error) {
 // Errors: lease.ErrInvalid for a zero floor or one above token.Max, an
 // *UnavailableError, ErrClosed, or ctx's error.
 func (s *Store) RaiseFloor(ctx context.Context, floor token.Token) (token.Token, int64, error) {
-	if err := lease.ValidateToken(floor); err != nil {
+	if err := storekit.ValidateToken(floor); err != nil {
 		return 0, 0, fmt.Errorf("etcd: raise floor: %w", err)
 	}
 	if s.closed() {

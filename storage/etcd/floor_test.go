@@ -43,17 +43,17 @@ func TestRaiseFloor(t *testing.T) {
 	for i, st := range []*etcd.Store{old, fresh} {
 		if g := acquire(st, "after", holder(i+1)); g.Token <= floor {
 			t.Errorf("store %d: a grant after the floor %d got token %d", i, floor, g.Token)
-		} else if err := st.Release(ctx, "after", g.Holder, g.Token); err != nil {
+		} else if err := st.Release(ctx, lease.ReleaseRequest{Name: "after", Holder: g.Holder, Token: g.Token}); err != nil {
 			t.Errorf("store %d: Release: %v", i, err)
 		}
 	}
-	if g, err := fresh.Renew(ctx, "before", before.Holder, before.Token, 0); err != nil || g.Token != before.Token {
+	if g, err := fresh.Renew(ctx, lease.RenewRequest{Name: "before", Holder: before.Holder, Token: before.Token}); err != nil || g.Token != before.Token {
 		t.Errorf("Renew of the lease granted before the raise, through another store: %+v, %v", g, err)
 	}
 	if info, err := fresh.Get(ctx, "before"); err != nil || info.Token != before.Token {
 		t.Errorf("Get of the lease granted before the raise: %+v, %v; want token %d", info, err, before.Token)
 	}
-	if err := fresh.Release(ctx, "before", before.Holder, before.Token); err != nil {
+	if err := fresh.Release(ctx, lease.ReleaseRequest{Name: "before", Holder: before.Holder, Token: before.Token}); err != nil {
 		t.Errorf("Release of the lease granted before the raise, through a store that knows the new floor: %v", err)
 	}
 	if got, _, err := old.RaiseFloor(ctx, 10); err != nil || got != floor {

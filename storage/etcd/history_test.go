@@ -41,7 +41,7 @@ func TestHistoryFencedAndRetention(t *testing.T) {
 	if len(page.Events) != 1 || page.Events[0].Kind != lease.EventFenced || page.Events[0].Token != g1.Token {
 		t.Fatalf("history of the key: %+v, want one fenced refusal of token %d", page.Events, g1.Token)
 	}
-	if err := st.Release(ctx, "a", "h1", g1.Token); err != nil {
+	if err := st.Release(ctx, lease.ReleaseRequest{Name: "a", Holder: "h1", Token: g1.Token}); err != nil {
 		t.Fatal(err)
 	}
 	page, err = st.History(ctx, lease.HistoryRequest{Name: "a", Newest: true, Limit: 1})

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -74,10 +75,10 @@ func (s *Store) DeleteFenced(ctx context.Context, key string, tok token.Token) e
 }
 
 func (s *Store) writeFenced(ctx context.Context, op, key string, tok token.Token, flag byte, value []byte) error {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return fmt.Errorf("etcd: %s: %w", op, err)
 	}
-	if err := lease.ValidateToken(tok); err != nil {
+	if err := storekit.ValidateToken(tok); err != nil {
 		return fmt.Errorf("etcd: %s %q: %w", op, key, err)
 	}
 	if s.closed() {
@@ -171,7 +172,7 @@ func firstKV(r *etcdserverpb.ResponseOp) *mvccpb.KeyValue {
 // Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (never written, or deleted),
 // an *UnavailableError, ErrClosed, or ctx's error.
 func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return nil, 0, fmt.Errorf("etcd: get fenced: %w", err)
 	}
 	if s.closed() {

@@ -29,7 +29,7 @@ func TestFencedKV(t *testing.T) {
 			t.Fatal(err)
 		}
 		toks = append(toks, g.Token)
-		if err := st.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+		if err := st.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +109,7 @@ func TestFencedKeyDeletedByHand(t *testing.T) {
 			t.Fatal(err)
 		}
 		toks = append(toks, g.Token)
-		if err := st.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+		if err := st.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 			t.Fatal(err)
 		}
 	}

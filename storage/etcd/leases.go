@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -377,8 +378,9 @@ func (s *Store) deleteLater(key string, rev int64) {
 //
 // Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError, ErrClosed,
 // or ctx's error.
-func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
-	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
+	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("etcd: renew: %w", err)
 	}
 	if s.closed() {
@@ -469,8 +471,9 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 //
 // Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError, ErrClosed,
 // or ctx's error.
-func (s *Store) Release(ctx context.Context, name, holder string, tok token.Token) error {
-	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
+	if err := req.Validate(); err != nil {
 		return fmt.Errorf("etcd: release: %w", err)
 	}
 	if s.closed() {
@@ -532,7 +535,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 // Errors: lease.ErrInvalid, lease.ErrNotFound, an *UnavailableError,
 // ErrClosed, or ctx's error.
 func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
-	if err := lease.ValidateName(name); err != nil {
+	if err := storekit.ValidateName(name); err != nil {
 		return lease.Info{}, fmt.Errorf("etcd: get: %w", err)
 	}
 	if s.closed() {

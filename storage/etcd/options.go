@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // Defaults of the options.
@@ -104,7 +105,7 @@ func (c *config) validate() error {
 		return invalidf("prefix %q must not contain /: it could name keys of the deployment with prefix %q (use - or . instead)",
 			c.prefix, c.prefix[:strings.Index(c.prefix, "/")])
 	}
-	if err := lease.ValidatePrefix(c.prefix); err != nil {
+	if err := storekit.ValidatePrefix(c.prefix); err != nil {
 		return fmt.Errorf("etcd: prefix: %w", err)
 	}
 	if c.lockDelay < 0 || c.lockDelay > lease.MaxLockDelay || c.lockDelay%time.Millisecond != 0 {

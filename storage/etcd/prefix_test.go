@@ -49,7 +49,7 @@ func TestPrefixesApart(t *testing.T) {
 				pair[1], pair[0], pair[0], info, err, g.Token)
 			continue
 		}
-		if _, err := inner.Renew(ctx, "a", g.Holder, g.Token, 0); err != nil {
+		if _, err := inner.Renew(ctx, lease.RenewRequest{Name: "a", Holder: g.Holder, Token: g.Token}); err != nil {
 			t.Errorf("prefix %q beside %q: Renew: %v", pair[1], pair[0], err)
 		}
 		if _, tok, err := outer.GetFenced(ctx, "leases/a"); err != nil || tok != g.Token {

@@ -108,7 +108,7 @@ func TestAcquireWritesOnce(t *testing.T) {
 				case err == nil:
 					grants.Add(1)
 					time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
-					if err := st.Release(ctx, req.Name, req.Holder, g.Token); err != nil {
+					if err := st.Release(ctx, lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 						t.Errorf("release: %v", err)
 						return
 					}
@@ -179,9 +179,9 @@ func TestAcquireNotHeldBySelf(t *testing.T) {
 					return
 				}
 				if rng.IntN(2) == 0 {
-					_, err = st.Renew(ctx, g.Name, "h", g.Token, time.Duration(1+rng.IntN(3))*time.Minute)
+					_, err = st.Renew(ctx, lease.RenewRequest{Name: g.Name, Holder: "h", Token: g.Token, TTL: time.Duration(1+rng.IntN(3)) * time.Minute})
 				} else {
-					err = st.Release(ctx, g.Name, "h", g.Token)
+					err = st.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: "h", Token: g.Token})
 				}
 				if err != nil && !errors.Is(err, lease.ErrLost) {
 					t.Errorf("renew or release: %v", err)
@@ -236,7 +236,7 @@ func TestWaiterKeyGone(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // the waiter back to waiting
 	freed := time.Now()
-	if err := st.Release(ctx, name, "a", g.Token); err != nil {
+	if err := st.Release(ctx, lease.ReleaseRequest{Name: name, Holder: "a", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-res

@@ -66,7 +66,7 @@ func TestReleaseOfQueuedGrant(t *testing.T) {
 		ga := mustGrant(t, st, lease.AcquireRequest{Name: name, Holder: "a", TTL: time.Minute})
 		bc := wait("b")
 		queued(1)
-		if err := rel.Release(ctx, name, "a", ga.Token); err != nil {
+		if err := rel.Release(ctx, lease.ReleaseRequest{Name: name, Holder: "a", Token: ga.Token}); err != nil {
 			t.Fatal(err)
 		}
 		gb := <-bc
@@ -75,7 +75,7 @@ func TestReleaseOfQueuedGrant(t *testing.T) {
 		}
 		cc := wait("c")
 		queued(2) // b's key, kept while b holds the name, and c's
-		if err := rel.Release(ctx, name, "b", gb.Token); err != nil {
+		if err := rel.Release(ctx, lease.ReleaseRequest{Name: name, Holder: "b", Token: gb.Token}); err != nil {
 			t.Fatal(err)
 		}
 		gc := <-cc
@@ -83,7 +83,7 @@ func TestReleaseOfQueuedGrant(t *testing.T) {
 			t.Fatalf("other store %v: c got %+v after b's release of %+v", other, gc, gb)
 		}
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := st.Release(rctx, name, "c", gc.Token); err != nil {
+		if err := st.Release(rctx, lease.ReleaseRequest{Name: name, Holder: "c", Token: gc.Token}); err != nil {
 			t.Fatal(err)
 		}
 		cancel()

@@ -32,7 +32,7 @@ func TestRenewRacesSameHolder(t *testing.T) {
 		var renewErr, acqErr error
 		var again lease.Grant
 		wg.Go(func() {
-			_, renewErr = st.Renew(ctx, name, "h", g.Token, 20*time.Second)
+			_, renewErr = st.Renew(ctx, lease.RenewRequest{Name: name, Holder: "h", Token: g.Token, TTL: 20 * time.Second})
 		})
 		wg.Go(func() {
 			again, acqErr = st.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: "h", TTL: 30 * time.Second})
@@ -46,7 +46,7 @@ func TestRenewRacesSameHolder(t *testing.T) {
 		} else if renewErr != nil {
 			t.Fatalf("round %d: renew: %v", i, renewErr)
 		}
-		if err := st.Release(ctx, name, "h", g.Token); err != nil {
+		if err := st.Release(ctx, lease.ReleaseRequest{Name: name, Holder: "h", Token: g.Token}); err != nil {
 			t.Fatalf("round %d: release after both: %v (the lease must still be held)", i, err)
 		}
 	}

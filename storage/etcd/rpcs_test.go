@@ -50,7 +50,7 @@ func TestCycleRPCs(t *testing.T) {
 	got := rpcs(t, c.Endpoints[0], func() {
 		for range cycles {
 			g := mustGrant(t, st, req)
-			if err := st.Release(t.Context(), req.Name, req.Holder, g.Token); err != nil {
+			if err := st.Release(t.Context(), lease.ReleaseRequest{Name: req.Name, Holder: req.Holder, Token: g.Token}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,7 +125,7 @@ func TestHandOverRPCs(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if err := st.Release(ctx, "hot", holder, g.Token); err != nil {
+					if err := st.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: holder, Token: g.Token}); err != nil {
 						t.Error(err)
 						return
 					}

@@ -30,12 +30,17 @@ func TestUnavailable(t *testing.T) {
 			_, err := st.Acquire(t.Context(), lease.AcquireRequest{Name: "u/b", Holder: "h", TTL: time.Minute})
 			return err
 		},
-		"renew":   func() error { _, err := st.Renew(t.Context(), g.Name, g.Holder, g.Token, 0); return err },
-		"release": func() error { return st.Release(t.Context(), g.Name, g.Holder, g.Token) },
-		"get":     func() error { _, err := st.Get(t.Context(), g.Name); return err },
-		"list":    func() error { _, err := st.List(t.Context(), lease.ListRequest{}); return err },
-		"put":     func() error { return st.PutFenced(t.Context(), "k", nil, g.Token) },
-		"health":  func() error { return st.Health(t.Context()) },
+		"renew": func() error {
+			_, err := st.Renew(t.Context(), lease.RenewRequest{Name: g.Name, Holder: g.Holder, Token: g.Token})
+			return err
+		},
+		"release": func() error {
+			return st.Release(t.Context(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token})
+		},
+		"get":    func() error { _, err := st.Get(t.Context(), g.Name); return err },
+		"list":   func() error { _, err := st.List(t.Context(), lease.ListRequest{}); return err },
+		"put":    func() error { return st.PutFenced(t.Context(), "k", nil, g.Token) },
+		"health": func() error { return st.Health(t.Context()) },
 	}
 	for name, call := range calls {
 		err := call()

@@ -61,7 +61,7 @@ func TestWaiting(t *testing.T) {
 
 	// The first waiter is handed the name: it keeps its queue key, and is
 	// not counted.
-	if err := a.Release(ctx, "job", "h0", g.Token); err != nil {
+	if err := a.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "h0", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-results

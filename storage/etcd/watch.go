@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -42,7 +43,7 @@ var _ lease.Watcher = (*Store)(nil)
 // Errors: lease.ErrInvalid, an *UnavailableError, ErrClosed, or ctx's
 // error.
 func (s *Store) Watch(ctx context.Context, name string, after lease.State) (lease.State, error) {
-	if err := lease.ValidateWatch(name, after); err != nil {
+	if err := storekit.ValidateWatch(name, after); err != nil {
 		return lease.State{}, fmt.Errorf("etcd: watch: %w", err)
 	}
 	if s.closed() {
@@ -111,7 +112,7 @@ func (s *Store) watchStep(ctx context.Context, name string, after lease.State, c
 			if !cur.Same(after) {
 				st := *cur
 				if st.Held {
-					st.Reason = lease.ChangeReason(after, st)
+					st.Reason = storekit.ChangeReason(after, st)
 				}
 				return st, true, nil
 			}

@@ -55,7 +55,7 @@ func TestWatchAcrossStores(t *testing.T) {
 	if !s1.Held || s1.Token != g.Token || s1.Reason != lease.ReasonGranted {
 		t.Fatalf("after a grant through another store: %v, want held with %d (granted)", s1, g.Token)
 	}
-	if err := a.Release(t.Context(), g.Name, g.Holder, g.Token); err != nil {
+	if err := a.Release(t.Context(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	s2 := watch(s1)
@@ -63,7 +63,7 @@ func TestWatchAcrossStores(t *testing.T) {
 		t.Fatalf("after a release: %v, want free after %d (released)", s2, g.Token)
 	}
 	g2 := grantOn(t, a, "shared", "holder-b")
-	if err := a.Release(t.Context(), g2.Name, g2.Holder, g2.Token); err != nil {
+	if err := a.Release(t.Context(), lease.ReleaseRequest{Name: g2.Name, Holder: g2.Holder, Token: g2.Token}); err != nil {
 		t.Fatal(err)
 	}
 	s3 := watch(s2)

@@ -24,7 +24,7 @@ func ExampleStore_Watch() {
 	cur, _ = w.Watch(ctx, "jobs/nightly", cur)
 	fmt.Println(cur.Held, cur.Owner, cur.Token, cur.Reason)
 
-	_ = st.Release(ctx, g.Name, g.Holder, g.Token)
+	_ = st.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token})
 	cur, _ = w.Watch(ctx, "jobs/nightly", cur)
 	fmt.Println(cur.Held, cur.Token, cur.Reason)
 	// Output:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // history is the store's grant history: a slice, oldest first, cut to max
@@ -70,5 +71,5 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return lease.PageOf(s.history.events, req), nil
+	return storekit.PageOf(s.history.events, req), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -92,8 +93,9 @@ func New(opts ...Option) *Store {
 // now (zero ttl: the lease's TTL). Errors: lease.ErrInvalid (nothing changes),
 // lease.ErrLost when the lease is not live with that holder and token (even
 // if nobody took it since it expired), or ctx's error.
-func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
-	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
+	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("memory: renew: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -117,8 +119,9 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 // Release frees the live lease on name held by holder with tok at once, and
 // wakes the acquires waiting for it. Errors: lease.ErrInvalid, lease.ErrLost
 // when the lease is not live with that holder and token, or ctx's error.
-func (s *Store) Release(ctx context.Context, name, holder string, tok token.Token) error {
-	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
+	if err := req.Validate(); err != nil {
 		return fmt.Errorf("memory: release: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -141,7 +144,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, tok token.Toke
 // lease.ErrInvalid, lease.ErrNotFound when no live lease has that name (an
 // expired lease in its lock-delay is not live), or ctx's error.
 func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
-	if err := lease.ValidateName(name); err != nil {
+	if err := storekit.ValidateName(name); err != nil {
 		return lease.Info{}, fmt.Errorf("memory: get: %w", err)
 	}
 	if err := ctx.Err(); err != nil {

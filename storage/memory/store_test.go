@@ -42,7 +42,7 @@ func TestWaitWokenAtOnce(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		released := time.Now()
-		if err := st.Release(t.Context(), "a", "h1", g.Token); err != nil {
+		if err := st.Release(t.Context(), lease.ReleaseRequest{Name: "a", Holder: "h1", Token: g.Token}); err != nil {
 			t.Fatal(err)
 		}
 		if at := <-got; !at.Equal(released) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -32,7 +33,7 @@ var _ lease.Watcher = (*Store)(nil)
 //
 // Errors: lease.ErrInvalid, or ctx's error.
 func (s *Store) Watch(ctx context.Context, name string, after lease.State) (lease.State, error) {
-	if err := lease.ValidateWatch(name, after); err != nil {
+	if err := storekit.ValidateWatch(name, after); err != nil {
 		return lease.State{}, fmt.Errorf("memory: watch: %w", err)
 	}
 	for {
@@ -52,7 +53,7 @@ func (s *Store) Watch(ctx context.Context, name string, after lease.State) (leas
 		}
 		if !st.Same(after) {
 			s.mu.Unlock()
-			st.Reason = lease.ChangeReason(after, st)
+			st.Reason = storekit.ChangeReason(after, st)
 			return st, nil
 		}
 		ch := s.watches[name]

@@ -84,7 +84,7 @@ func childAcquireRelease(ctx context.Context, s *sqlite.Store, mode, id string, 
 			return fmt.Errorf("round %d: acquire %q: %w", i, name, err)
 		}
 		fmt.Printf("token %d\n", g.Token)
-		if err := s.Release(ctx, name, holder, g.Token); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token}); err != nil {
 			return fmt.Errorf("round %d: release %q: %w", i, name, err)
 		}
 		if mode == "shared" {

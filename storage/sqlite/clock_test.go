@@ -83,7 +83,7 @@ func TestRebootWhileOpen(t *testing.T) {
 	}
 	// The holder survived (a client of a server that rebooted): its lease
 	// is still its own.
-	if _, err := s.Renew(ctx, "job", "old", g.Token, 0); err != nil {
+	if _, err := s.Renew(ctx, lease.RenewRequest{Name: "job", Holder: "old", Token: g.Token}); err != nil {
 		t.Errorf("Renew by the holder after the reboot: %v", err)
 	}
 }

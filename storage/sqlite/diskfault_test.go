@@ -54,7 +54,7 @@ func TestFailedSync(t *testing.T) {
 			for name, err := range map[string]error{
 				"Health":  s.Health(ctx),
 				"Acquire": acquireErr(ctx, s, "later", "h2"),
-				"Release": s.Release(ctx, acked[0].Name, "h", acked[0].Token),
+				"Release": s.Release(ctx, lease.ReleaseRequest{Name: acked[0].Name, Holder: "h", Token: acked[0].Token}),
 			} {
 				if !errors.As(err, &failed) {
 					t.Errorf("%s after a failed fsync: %v; want a *FailedError", name, err)

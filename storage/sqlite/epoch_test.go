@@ -79,7 +79,7 @@ func epochViolation(t *testing.T) error {
 	// batch finds the namespace's epoch and applies the reboot rule too).
 	host.Advance(ttl / 2)
 	ns.Advance(ttl / 2)
-	if _, err := onHost.Renew(ctx, "job", "host", g.Token, 0); err != nil {
+	if _, err := onHost.Renew(ctx, lease.RenewRequest{Name: "job", Holder: "host", Token: g.Token}); err != nil {
 		return fmt.Errorf("the host's renew: %v", err)
 	}
 	host.Advance(ttl - time.Millisecond)

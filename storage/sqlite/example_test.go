@@ -44,7 +44,7 @@ func Example() {
 	}
 
 	// A releases; B gets a higher token, and from then on A's token is stale.
-	if err := store.Release(ctx, "report", "worker-a-secret", a.Token); err != nil {
+	if err := store.Release(ctx, lease.ReleaseRequest{Name: "report", Holder: "worker-a-secret", Token: a.Token}); err != nil {
 		panic(err)
 	}
 	b, err := store.Acquire(ctx, lease.AcquireRequest{Name: "report", Holder: "worker-b-secret", Owner: "worker-b", TTL: 10 * time.Second})

@@ -109,7 +109,7 @@ func TestFailClosed(t *testing.T) {
 	for name, err := range map[string]error{
 		"Health":    s.Health(ctx),
 		"PutFenced": s.PutFenced(ctx, "k", []byte("v"), 1), // the kv table is intact
-		"Release":   s.Release(ctx, "a", "h", 1),
+		"Release":   s.Release(ctx, lease.ReleaseRequest{Name: "a", Holder: "h", Token: 1}),
 	} {
 		if !errors.Is(err, lease.ErrUnavailable) {
 			t.Errorf("%s after failing closed: %v; want ErrUnavailable", name, err)
@@ -147,7 +147,7 @@ func TestTokenSpaceExhausted(t *testing.T) {
 	if again := acquire(t, s, "last", "h", time.Minute); again.Token != token.Max {
 		t.Errorf("same-holder Acquire: token %d, want token.Max", again.Token)
 	}
-	if err := s.Release(ctx, "last", "h", last.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "last", Holder: "h", Token: last.Token}); err != nil {
 		t.Errorf("Release: %v", err)
 	}
 	if st := readFileState(t, path); st.Counter != int64(token.Max) {

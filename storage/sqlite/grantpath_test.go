@@ -31,7 +31,7 @@ func TestReleaseServesWaiterQueuedInSameBatch(t *testing.T) {
 		}
 	})
 	// A batch to hold the writer in (its op's own answer is not needed).
-	go s.Renew(context.Background(), "job", "first", g.Token, 0)
+	go s.Renew(context.Background(), lease.RenewRequest{Name: "job", Holder: "first", Token: g.Token})
 	<-held
 
 	waited := make(chan error, 1)
@@ -44,7 +44,7 @@ func TestReleaseServesWaiterQueuedInSameBatch(t *testing.T) {
 	}()
 	waitFor(t, "the waiting call's try queued", func() bool { return sqlite.Queued(s) == 1 })
 	released := make(chan error, 1)
-	go func() { released <- s.Release(ctx, "job", "first", g.Token) }()
+	go func() { released <- s.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "first", Token: g.Token}) }()
 	waitFor(t, "the release queued", func() bool { return sqlite.Queued(s) == 2 })
 	close(hold)
 

@@ -85,7 +85,7 @@ func TestHandOverInOrder(t *testing.T) {
 	holder, tok := "h0", first.Token
 	var order []string
 	for _, w := range waiters {
-		if err := s.Release(ctx, "hot", holder, tok); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: holder, Token: tok}); err != nil {
 			t.Fatalf("release by %s: %v", holder, err)
 		}
 		r := receive(t, w)
@@ -124,7 +124,7 @@ func TestHandOverSkipsGone(t *testing.T) {
 	if r := receive(t, gone); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("cancelled waiter: %v, want context.Canceled", r.err)
 	}
-	if err := s.Release(ctx, "hot", "h0", g.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "h0", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	if r := receive(t, next); r.err != nil || r.grant.Holder != "next" {
@@ -149,7 +149,7 @@ func TestHandOverWaitRunsOut(t *testing.T) {
 	if n := sqlite.Parked(s, "hot"); n != 0 {
 		t.Errorf("%d acquires still queued after the wait ran out", n)
 	}
-	if err := s.Release(ctx, "hot", "h0", g.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "h0", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "hot"); !errors.Is(err, lease.ErrNotFound) {

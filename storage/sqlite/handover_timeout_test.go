@@ -53,7 +53,7 @@ func handOverAtDeadline(t *testing.T) (waitResult, lease.Info) {
 	holdBatch.Store(true)
 	renewed := make(chan error, 1)
 	go func() {
-		_, err := s.Renew(ctx, "job", "a", a.Token, 0)
+		_, err := s.Renew(ctx, lease.RenewRequest{Name: "job", Holder: "a", Token: a.Token})
 		renewed <- err
 	}()
 	<-blocked
@@ -68,7 +68,7 @@ func handOverAtDeadline(t *testing.T) (waitResult, lease.Info) {
 	parkedAt := time.Now() // after the waiter computed its deadline
 	waitQueued(t, s, 1)
 	released := make(chan error, 1)
-	go func() { released <- s.Release(ctx, "job", "a", a.Token) }()
+	go func() { released <- s.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "a", Token: a.Token}) }()
 	waitQueued(t, s, 2)
 	time.Sleep(time.Until(parkedAt.Add(wait + time.Millisecond))) // the waiter's wait has run out
 
@@ -166,7 +166,7 @@ func oneEffectRun(t *testing.T) (waitResult, error) {
 	if err != nil || info.Token != first.Token || info.TTL != 2*time.Minute {
 		t.Fatalf("Get after the waiting Acquire's try = %+v, %v; want token %d extended to 2m", info, err, first.Token)
 	}
-	if err := s.Release(ctx, "job", "h", first.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "h", Token: first.Token}); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	close(proceed)

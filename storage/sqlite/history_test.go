@@ -50,7 +50,7 @@ func TestHistoryRetention(t *testing.T) {
 	ctx := ctxT(t)
 	for i := range 300 {
 		g := acquire(t, s, "r", "h", time.Minute)
-		if err := s.Release(ctx, "r", "h", g.Token); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: "r", Holder: "h", Token: g.Token}); err != nil {
 			t.Fatal(i, err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestHistoryRetention(t *testing.T) {
 
 	off := mustOpen(t, sqlite.WithHistory(0, 0))
 	g := acquire(t, off, "x", "h", time.Minute)
-	if err := off.Release(ctx, "x", "h", g.Token); err != nil {
+	if err := off.Release(ctx, lease.ReleaseRequest{Name: "x", Holder: "h", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	if page, err := off.History(ctx, lease.HistoryRequest{}); err != nil || len(page.Events) != 0 {

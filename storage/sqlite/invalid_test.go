@@ -32,10 +32,13 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	renew := func(name, holder string, tok token.Token, ttl time.Duration) func() error {
-		return func() error { _, err := s.Renew(ctx, name, holder, tok, ttl); return err }
+		return func() error {
+			_, err := s.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: tok, TTL: ttl})
+			return err
+		}
 	}
 	release := func(name, holder string, tok token.Token) func() error {
-		return func() error { return s.Release(ctx, name, holder, tok) }
+		return func() error { return s.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: tok}) }
 	}
 	put := func(key string, value []byte, tok token.Token) func() error {
 		return func() error { return s.PutFenced(ctx, key, value, tok) }

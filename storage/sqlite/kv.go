@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -33,10 +34,10 @@ const MaxValueLen = 1 << 20
 // write would go over WithQuota's keys or bytes; ErrClosed, a *FailedError
 // or another error matching lease.ErrUnavailable; or ctx's error.
 func (s *Store) PutFenced(ctx context.Context, key string, value []byte, tok token.Token) error {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return fmt.Errorf("sqlite: put: %w", err)
 	}
-	if err := lease.ValidateToken(tok); err != nil {
+	if err := storekit.ValidateToken(tok); err != nil {
 		return fmt.Errorf("sqlite: put %q: %w", key, err)
 	}
 	if len(value) > MaxValueLen {
@@ -57,10 +58,10 @@ func (s *Store) PutFenced(ctx context.Context, key string, value []byte, tok tok
 //
 // Errors: as PutFenced's.
 func (s *Store) DeleteFenced(ctx context.Context, key string, tok token.Token) error {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return fmt.Errorf("sqlite: delete: %w", err)
 	}
-	if err := lease.ValidateToken(tok); err != nil {
+	if err := storekit.ValidateToken(tok); err != nil {
 		return fmt.Errorf("sqlite: delete %q: %w", key, err)
 	}
 	o := newOp(opDelete)
@@ -74,7 +75,7 @@ func (s *Store) DeleteFenced(ctx context.Context, key string, tok token.Token) e
 // Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (also for a deleted key),
 // ErrClosed, or the error of the read or ctx's.
 func (s *Store) GetFenced(ctx context.Context, key string) ([]byte, token.Token, error) {
-	if err := lease.ValidateName(key); err != nil {
+	if err := storekit.ValidateName(key); err != nil {
 		return nil, 0, fmt.Errorf("sqlite: get fenced: %w", err)
 	}
 	select {

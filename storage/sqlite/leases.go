@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/token"
 )
 
 // Acquire grants the lease on req.Name to req.Holder for req.TTL, in a
@@ -47,8 +45,9 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 // lease is not held by holder with tok (released, expired even if nobody
 // took it, taken by another), ErrClosed, a *FailedError or another error
 // matching lease.ErrUnavailable, or ctx's error.
-func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
-	if err := lease.ValidateRenew(name, holder, tok, ttl); err != nil {
+func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
+	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("sqlite: renew: %w", err)
 	}
 	o := newOp(opRenew)
@@ -64,8 +63,9 @@ func (s *Store) Renew(ctx context.Context, name, holder string, tok token.Token,
 // lease is not held by holder with tok or has expired, ErrClosed, a
 // *FailedError or another error matching lease.ErrUnavailable, or ctx's
 // error.
-func (s *Store) Release(ctx context.Context, name, holder string, tok token.Token) error {
-	if err := lease.ValidateRelease(name, holder, tok); err != nil {
+func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
+	if err := req.Validate(); err != nil {
 		return fmt.Errorf("sqlite: release: %w", err)
 	}
 	o := newOp(opRelease)

@@ -162,7 +162,7 @@ func TestClose(t *testing.T) {
 	_, getErr := s.Get(ctx, "a")
 	for name, err := range map[string]error{
 		"Acquire":   acqErr,
-		"Release":   s.Release(ctx, "a", "h", g.Token),
+		"Release":   s.Release(ctx, lease.ReleaseRequest{Name: "a", Holder: "h", Token: g.Token}),
 		"Get":       getErr,
 		"PutFenced": s.PutFenced(ctx, "k", nil, 1),
 		"Health":    s.Health(ctx),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -16,7 +17,7 @@ import (
 // Errors: lease.ErrInvalid, lease.ErrNotFound, ErrClosed, or the error of
 // the read or ctx's.
 func (s *Store) Get(ctx context.Context, name string) (lease.Info, error) {
-	if err := lease.ValidateName(name); err != nil {
+	if err := storekit.ValidateName(name); err != nil {
 		return lease.Info{}, fmt.Errorf("sqlite: get: %w", err)
 	}
 	for try := 0; ; try++ {

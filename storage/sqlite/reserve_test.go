@@ -80,7 +80,7 @@ func TestDiskFullRestart(t *testing.T) {
 	if !errors.Is(err, lease.ErrUnavailable) || errors.Is(err, lease.ErrHeld) {
 		t.Errorf("a grant on the full disk: %v; want unavailable", err)
 	}
-	if err := s.Release(ctx, held.Name, "holder", held.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: held.Name, Holder: "holder", Token: held.Token}); err != nil {
 		t.Fatalf("the holder could not release on the full disk: %v", err)
 	}
 	if info, err := s.Get(ctx, "held"); !errors.Is(err, lease.ErrNotFound) {

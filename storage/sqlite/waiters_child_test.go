@@ -60,7 +60,7 @@ func hotLoop(ctx context.Context, s *sqlite.Store, id string, workers int, hold,
 				g, err := s.Acquire(ctx, lease.AcquireRequest{Name: "hot", Holder: holder, Owner: id, TTL: time.Minute, Wait: 2 * time.Second})
 				if errors.Is(err, lease.ErrHeld) || ctx.Err() != nil {
 					if ctx.Err() != nil && err == nil { // granted as the time ran out
-						_ = s.Release(context.Background(), "hot", holder, g.Token)
+						_ = s.Release(context.Background(), lease.ReleaseRequest{Name: "hot", Holder: holder, Token: g.Token})
 					}
 					continue
 				}
@@ -73,7 +73,7 @@ func hotLoop(ctx context.Context, s *sqlite.Store, id string, workers int, hold,
 					time.Sleep(hold)
 				}
 				r.freed = monoNow()
-				if err := s.Release(context.Background(), "hot", holder, g.Token); err != nil {
+				if err := s.Release(context.Background(), lease.ReleaseRequest{Name: "hot", Holder: holder, Token: g.Token}); err != nil {
 					errs <- fmt.Errorf("release %d: %w", g.Token, err)
 					return
 				}
@@ -113,7 +113,7 @@ func waiterChild(ctx context.Context, s *sqlite.Store, mode, id string, n int) e
 			for deadline := time.Now().Add(10 * time.Second); sqlite.Waiting(s, "hot") < 1 && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond)
 			}
-			if err := s.Release(ctx, "hot", "waiter-"+id, g.Token); err != nil {
+			if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "waiter-" + id, Token: g.Token}); err != nil {
 				return err
 			}
 		}

@@ -73,7 +73,7 @@ func crossProcessWaiterRun(t *testing.T) (lease.Grant, int, error) {
 	}
 	g, err := s.Acquire(ctx, lease.AcquireRequest{Name: "hot", Holder: "B", Owner: "B", TTL: time.Minute, Wait: 3 * time.Second})
 	if err == nil {
-		if rerr := s.Release(ctx, "hot", "B", g.Token); rerr != nil {
+		if rerr := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "B", Token: g.Token}); rerr != nil {
 			t.Errorf("release by B: %v", rerr)
 		}
 	}
@@ -231,7 +231,7 @@ func deadWaiterRun(t *testing.T) (lease.Info, waitResult) {
 	c := startWaiter(ctx, s, "hot", "C")
 	waitParked(t, s, "hot", 1)
 	waitRows(t, s, "hot", 2) // the dead row, then C's
-	if err := s.Release(ctx, "hot", "A", g.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "A", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	info, err := s.Get(ctx, "hot")
@@ -290,7 +290,7 @@ func wakeRun(t *testing.T, rounds int, env ...string) []time.Duration {
 	for range rounds {
 		waitRows(t, s, "hot", 1)
 		start := monoNow()
-		if err := s.Release(ctx, "hot", "parent", g.Token); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "parent", Token: g.Token}); err != nil {
 			t.Fatal(err)
 		}
 		var line string
@@ -357,7 +357,7 @@ func frozenWaiterRun(t *testing.T) waitResult {
 	}()
 	waitRows(t, s, "hot", 2) // the frozen row, then C's
 	released := time.Now()
-	if err := s.Release(ctx, "hot", "A", g.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "A", Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	r := receive(t, c)
@@ -370,7 +370,7 @@ func frozenWaiterRun(t *testing.T) waitResult {
 	}
 	time.Sleep(100 * time.Millisecond) // the child, thawed, finds its grant lapsed and waits again
 	freed := monoNow()
-	if err := s.Release(ctx, "hot", "C", r.grant.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "C", Token: r.grant.Token}); err != nil {
 		t.Fatalf("C's release: %v", err)
 	}
 	var tok token.Token

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -92,7 +93,7 @@ var _ lease.Watcher = (*Store)(nil)
 // Errors: lease.ErrInvalid, ErrClosed, lease.ErrUnavailable (a read that
 // stayed busy), or ctx's error.
 func (s *Store) Watch(ctx context.Context, name string, after lease.State) (lease.State, error) {
-	if err := lease.ValidateWatch(name, after); err != nil {
+	if err := storekit.ValidateWatch(name, after); err != nil {
 		return lease.State{}, fmt.Errorf("sqlite: watch: %w", err)
 	}
 	if after.Name == "" {
@@ -130,7 +131,7 @@ func (s *Store) Watch(ctx context.Context, name string, after lease.State) (leas
 			return lease.State{}, fmt.Errorf("sqlite: watch %q: %w", name, err)
 		}
 		if !st.Same(after) {
-			st.Reason = lease.ChangeReason(after, st)
+			st.Reason = storekit.ChangeReason(after, st)
 			return st, nil
 		}
 		if err := s.watchSleep(ctx, ch, moved, st.Held, deadline-now); err != nil {

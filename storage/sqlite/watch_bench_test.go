@@ -68,7 +68,7 @@ func BenchmarkWatchWakeOtherProcess(b *testing.B) {
 				break
 			}
 		}
-		if err := s.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 			b.Fatal(err)
 		}
 		for f := strings.Fields(nextLine(b, lines)); !(len(f) == 4 && f[2] == "false"); f = strings.Fields(nextLine(b, lines)) {

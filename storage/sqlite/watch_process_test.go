@@ -60,11 +60,11 @@ func TestWatchAcrossProcesses(t *testing.T) {
 	g := mustAcquireName(t, s, "watched", "holder-a")
 	want("a grant in another process", fmt.Sprintf("state held %d owner-a granted", g.Token))
 	time.Sleep(2 * time.Millisecond) // the renew must move the deadline
-	if _, err := s.Renew(ctx, g.Name, g.Holder, g.Token, 0); err != nil {
+	if _, err := s.Renew(ctx, lease.RenewRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	want("a renew in another process", fmt.Sprintf("state held %d owner-a renewed", g.Token))
-	if err := s.Release(ctx, g.Name, g.Holder, g.Token); err != nil {
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	want("a release in another process", fmt.Sprintf("state free %d released", g.Token))

@@ -34,7 +34,7 @@ func TestWatchABA(t *testing.T) {
 	s := mustOpen(t)
 	s0 := watchOnce(t, s, "aba", lease.State{})
 	g := mustAcquireName(t, s, "aba", "holder-a")
-	if err := s.Release(t.Context(), g.Name, g.Holder, g.Token); err != nil {
+	if err := s.Release(t.Context(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	s1 := watchOnce(t, s, "aba", s0)

@@ -90,16 +90,18 @@ func (s *repeatingCounter) realToken(name string, tok token.Token) token.Token {
 	return tok
 }
 
-func (s *repeatingCounter) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
-	g, err := s.Store.Renew(ctx, name, holder, s.realToken(name, tok), ttl)
+func (s *repeatingCounter) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
+	g, err := s.Store.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: s.realToken(name, tok), TTL: ttl})
 	if err == nil {
 		g.Token = tok
 	}
 	return g, err
 }
 
-func (s *repeatingCounter) Release(ctx context.Context, name, holder string, tok token.Token) error {
-	return s.Store.Release(ctx, name, holder, s.realToken(name, tok))
+func (s *repeatingCounter) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
+	return s.Store.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: s.realToken(name, tok)})
 }
 
 func (s *repeatingCounter) Get(ctx context.Context, name string) (lease.Info, error) {
@@ -169,20 +171,22 @@ func (s *doubleGranter) Acquire(ctx context.Context, req lease.AcquireRequest) (
 	return g, nil
 }
 
-func (s *doubleGranter) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
+func (s *doubleGranter) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	if !s.isShadowed(name, holder) {
-		return s.Store.Renew(ctx, name, holder, tok, ttl)
+		return s.Store.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: tok, TTL: ttl})
 	}
-	g, err := s.Store.Renew(ctx, shadow(name), holder, tok, ttl)
+	g, err := s.Store.Renew(ctx, lease.RenewRequest{Name: shadow(name), Holder: holder, Token: tok, TTL: ttl})
 	g.Name = name
 	return g, err
 }
 
-func (s *doubleGranter) Release(ctx context.Context, name, holder string, tok token.Token) error {
+func (s *doubleGranter) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
 	if !s.isShadowed(name, holder) {
-		return s.Store.Release(ctx, name, holder, tok)
+		return s.Store.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: tok})
 	}
-	return s.Store.Release(ctx, shadow(name), holder, tok)
+	return s.Store.Release(ctx, lease.ReleaseRequest{Name: shadow(name), Holder: holder, Token: tok})
 }
 
 // lowFence accepts a fenced put with a lower token than the key has seen:

@@ -250,7 +250,7 @@ func (r *cancelRun) attempt(t *testing.T, parent context.Context, st lease.Store
 	case 0, 1, 2, 3, 4:
 		rctx, rcancel := context.WithTimeout(parent, 10*time.Second)
 		defer rcancel()
-		if err := st.Release(rctx, name, holder, g.Token); err == nil {
+		if err := st.Release(rctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token}); err == nil {
 			r.mu.Lock()
 			c.released = true
 			r.mu.Unlock()
@@ -260,7 +260,7 @@ func (r *cancelRun) attempt(t *testing.T, parent context.Context, st lease.Store
 	case 5, 6, 7:
 		rctx, rcancel := randomCancel(parent, rng)
 		defer rcancel()
-		err := st.Release(rctx, name, holder, g.Token)
+		err := st.Release(rctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token})
 		if err != nil && !errors.Is(err, lease.ErrLost) && !errors.Is(err, context.Canceled) {
 			t.Errorf("Release(%q, %d): %v", name, g.Token, err)
 		}

@@ -29,7 +29,7 @@ func Example() {
 	clk.Advance(10 * time.Second) // alice's lease expires
 	second, _ := bob.Acquire(ctx, lease.AcquireRequest{Name: "jobs/report", Holder: "bob", TTL: 10 * time.Second})
 	fmt.Println("bob's token is higher:", second.Token > first.Token)
-	_, err = alice.Renew(ctx, "jobs/report", "alice", first.Token, 0)
+	_, err = alice.Renew(ctx, lease.RenewRequest{Name: "jobs/report", Holder: "alice", Token: first.Token})
 	fmt.Println("alice's renewal:", errors.Is(err, lease.ErrLost))
 
 	fmt.Println(linearize.Check(rec.Operations(), linearize.Config{}, time.Minute))

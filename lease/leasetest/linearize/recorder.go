@@ -193,17 +193,19 @@ func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 }
 
 // Renew records st.Renew.
-func (c *Client) Renew(ctx context.Context, name, holder string, tok token.Token, ttl time.Duration) (lease.Grant, error) {
+func (c *Client) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
+	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	rc := c.r.begin(c.id, Input{Kind: Renew, Name: name, Holder: holder, Token: tok, TTL: ttl})
-	g, err := c.st.Renew(ctx, name, holder, tok, ttl)
+	g, err := c.st.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: tok, TTL: ttl})
 	rc.end(rc.grantOutput(g), err)
 	return g, err
 }
 
 // Release records st.Release.
-func (c *Client) Release(ctx context.Context, name, holder string, tok token.Token) error {
+func (c *Client) Release(ctx context.Context, req lease.ReleaseRequest) error {
+	name, holder, tok := req.Name, req.Holder, req.Token
 	rc := c.r.begin(c.id, Input{Kind: Release, Name: name, Holder: holder, Token: tok})
-	err := c.st.Release(ctx, name, holder, tok)
+	err := c.st.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: tok})
 	rc.end(Output{}, err)
 	return err
 }

@@ -93,7 +93,7 @@ func flush(t testing.TB, st lease.Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := st.Release(ctx, "flush", "nobody", 1); !errors.Is(err, lease.ErrLost) {
+	if err := st.Release(ctx, lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1}); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("flush: Release = %v, want lease.ErrLost", err)
 	}
 }

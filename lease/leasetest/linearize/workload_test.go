@@ -207,14 +207,14 @@ func (wk *worker) call(parent context.Context, c *linearize.Client) {
 		if rng.IntN(2) == 0 {
 			ttl = wk.w.ttls[rng.IntN(len(wk.w.ttls))]
 		}
-		_, err := c.Renew(ctx, g.Name, g.Holder, g.Token, ttl)
+		_, err := c.Renew(ctx, lease.RenewRequest{Name: g.Name, Holder: g.Holder, Token: g.Token, TTL: ttl})
 		wk.st.add("renew", err)
 		if errors.Is(err, lease.ErrLost) {
 			wk.forget(g.Name, g.Holder)
 		}
 	case n < 62 && len(wk.grants) > 0:
 		g := wk.grants[rng.IntN(len(wk.grants))]
-		err := c.Release(ctx, g.Name, g.Holder, g.Token)
+		err := c.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token})
 		wk.st.add("release", err)
 		if err == nil || errors.Is(err, lease.ErrLost) {
 			wk.forget(g.Name, g.Holder)
