@@ -28,9 +28,9 @@ type Client struct {
 }
 
 var (
-	_ lease.Store   = (*Client)(nil)
-	_ KV            = (*Client)(nil)
-	_ HealthChecker = (*Client)(nil)
+	_ lease.Store         = (*Client)(nil)
+	_ lease.KV            = (*Client)(nil)
+	_ lease.HealthChecker = (*Client)(nil)
 )
 
 // ClientOption configures a Client.

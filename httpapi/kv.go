@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,27 +11,10 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// KV is the fenced key-value store a Server can serve at /v1/kv/: a value per
-// key together with the highest token that key has seen. storage/sqlite's
-// store implements it, and so does Client.
-type KV interface {
-	// PutFenced stores value under key if tok is at least the highest token
-	// the key has seen, and makes tok the highest. Errors: one matching
-	// lease.ErrInvalid (or token.ErrInvalid) for a bad key or token, a
-	// *token.StaleError (token.ErrStale) for a lower token, or
-	// lease.ErrUnavailable.
-	PutFenced(ctx context.Context, key string, value []byte, tok token.Token) error
-
-	// GetFenced returns the value under key and the highest token it has
-	// seen. Errors: lease.ErrInvalid, lease.ErrNoKey, matching lease.ErrNotFound (also for a deleted
-	// key), lease.ErrUnavailable.
-	GetFenced(ctx context.Context, key string) ([]byte, token.Token, error)
-
-	// DeleteFenced removes the value under key if tok is at least the
-	// highest token the key has seen, and keeps tok as the highest, so that
-	// a later write with a lower token stays stale. Errors: as PutFenced's.
-	DeleteFenced(ctx context.Context, key string, tok token.Token) error
-}
+// KV is lease.KV, the fenced key-value store a Server serves at /v1/kv/
+// (WithKV). It is an alias only while WithKV is declared with it: the
+// contract lives in package lease.
+type KV = lease.KV
 
 // kvPut answers PUT /v1/kv/{key...}: the body is the value, the
 // Fencing-Token header (required, at least 1) the writer's token.

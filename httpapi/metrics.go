@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/picketlock/picket/lease"
 )
 
 // Operation names: the "op" label of picket_http_request_duration_seconds.
@@ -65,9 +67,9 @@ type Metrics struct {
 	latency                                       *prometheus.HistogramVec
 	batchSize, batchSeconds                       prometheus.Histogram
 
-	health atomic.Pointer[func(context.Context) error]               // the server's health check
-	bodies atomic.Pointer[budget]                                    // the server's body budget
-	stats  atomic.Pointer[func(context.Context) (StoreStats, error)] // WatchStore
+	health atomic.Pointer[func(context.Context) error] // the server's health check
+	bodies atomic.Pointer[budget]                      // the server's body budget
+	stats  atomic.Pointer[lease.StatsReporter]         // WatchStore
 }
 
 // NewMetrics returns Metrics on a new registry.

@@ -4,40 +4,31 @@ import (
 	"context"
 	"runtime/debug"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/picketlock/picket/lease"
 )
 
-// StoreStats is what a store says about its leases at a scrape: how many
-// are live, and how long ago the oldest of them was granted (negative: the
-// store does not know, as etcd's; picket_lease_oldest_age_seconds is then
-// not exported); for a SQLite store, the size of its -wal (WAL >= 0; -1 for
-// a store without one).
-type StoreStats struct {
-	Live   int64
-	Oldest time.Duration
-	WAL    int64
-}
-
-// WatchStore makes every scrape of /metrics ask stats for the store's live
-// leases (picket_leases_live) and the age of the oldest
-// (picket_lease_oldest_age_seconds), and, when StoreStats.WAL is not
-// negative, the size of the SQLite -wal (picket_sqlite_wal_bytes).
-// storage/sqlite's Store.Stats fits, with a small adapter. Without it, none
-// of these series is exported.
-func (m *Metrics) WatchStore(stats func(context.Context) (StoreStats, error)) {
-	m.stats.Store(&stats)
+// WatchStore makes every scrape of /metrics ask the store's Stats for its
+// live leases (picket_leases_live), the age of the oldest
+// (picket_lease_oldest_age_seconds, when lease.Stats.Oldest is not
+// negative) and the size of its write-ahead log (picket_sqlite_wal_bytes,
+// when lease.Stats.WAL is not negative); the status page shows them too.
+// storage/sqlite and storage/etcd implement lease.StatsReporter. Without it,
+// none of these series is exported.
+func (m *Metrics) WatchStore(store lease.StatsReporter) {
+	m.stats.Store(&store)
 }
 
 // storeCollector asks the store once per scrape and exports both series.
 type storeCollector struct {
-	stats        *atomic.Pointer[func(context.Context) (StoreStats, error)]
+	stats        *atomic.Pointer[lease.StatsReporter]
 	live, oldest *prometheus.Desc
 	wal          *prometheus.Desc
 }
 
-func newStoreCollector(stats *atomic.Pointer[func(context.Context) (StoreStats, error)]) *storeCollector {
+func newStoreCollector(stats *atomic.Pointer[lease.StatsReporter]) *storeCollector {
 	return &storeCollector{
 		stats:  stats,
 		live:   prometheus.NewDesc("picket_leases_live", "Unexpired leases in the store.", nil, nil),
@@ -59,7 +50,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	defer cancel()
-	st, err := (*f)(ctx)
+	st, err := (*f).Stats(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.live, err)
 		return

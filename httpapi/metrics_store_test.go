@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -24,10 +23,7 @@ func TestMetricsForOperators(t *testing.T) {
 	m := httpapi.NewMetrics()
 	clk := leasetest.NewClock()
 	st := mustOpenStore(t, clk, sqlite.WithBatchHook(m.ObserveBatch))
-	m.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
-		s, err := st.Stats(ctx)
-		return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest, WAL: s.WAL}, err
-	})
+	m.WatchStore(st)
 	e := serve(t, clk, st, httpapi.WithKV(st), httpapi.WithMetrics(m))
 
 	if got := metricValue(t, m, "picket_leases_live"); got != 0 {

@@ -49,15 +49,7 @@ type Server struct {
 	noUI bool    // WithStatusPage(false)
 }
 
-// HealthChecker is implemented by stores that can say whether they answer
-// (storage/sqlite, Client). NewServer finds it by type assertion on the
-// store: it is a capability of the store, not a choice of the caller.
-type HealthChecker interface {
-	// Health returns nil when the store answers and can grant.
-	Health(ctx context.Context) error
-}
-
-// NewServer returns a Server over store. If store implements HealthChecker,
+// NewServer returns a Server over store. If store implements lease.HealthChecker,
 // GET /healthz asks it; otherwise it answers 200 when a Get on the store
 // answers.
 func NewServer(store lease.Store, opts ...Option) *Server {
@@ -76,7 +68,7 @@ func NewServer(store lease.Store, opts ...Option) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	if hc, ok := store.(HealthChecker); ok {
+	if hc, ok := store.(lease.HealthChecker); ok {
 		s.health = hc.Health
 	} else {
 		s.health = s.getHealth

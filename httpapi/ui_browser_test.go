@@ -32,10 +32,7 @@ func TestUIBrowser(t *testing.T) {
 	b := startBrowser(t, 1280, 900)
 	st := mustOpenStore(t, nil) // the real clock: the page shows real time left
 	metrics := httpapi.NewMetrics()
-	metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
-		s, err := st.Stats(ctx)
-		return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest, WAL: s.WAL}, err
-	})
+	metrics.WatchStore(st)
 	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(metrics),
 		httpapi.WithAuthToken(uiAPIToken), httpapi.WithAdminToken(uiAdminToken))
 	ts := httptest.NewServer(srv)

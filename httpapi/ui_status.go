@@ -11,18 +11,6 @@ import (
 	"github.com/picketlock/picket/lease"
 )
 
-// WaitCounter is implemented by stores that can say how many acquires wait
-// for each name, in every process that shares the store (storage/sqlite: its
-// waiters table; storage/etcd: its queue keys). The status page finds it by
-// type assertion on the store, as NewServer finds HealthChecker; without it
-// the page shows no waiters.
-type WaitCounter interface {
-	// Waiting returns the number of acquires waiting for each name that has
-	// any. It reads the whole queue: call it for a page or a scrape, not
-	// per request.
-	Waiting(ctx context.Context) (map[string]int, error)
-}
-
 // Bounds of what the status page reads and shows.
 const (
 	uiMaxLeases  = 500 // leases shown, the first by name
@@ -87,7 +75,7 @@ func (s *Server) gather(ctx context.Context, u uiSession, now time.Time) uiStatu
 	d.More = page.Next != ""
 
 	var waiting map[string]int
-	if wc, ok := s.store.(WaitCounter); ok {
+	if wc, ok := s.store.(lease.WaitCounter); ok {
 		if waiting, err = wc.Waiting(ctx); err != nil {
 			d.Problems = append(d.Problems, "waiters: "+err.Error())
 		}
@@ -125,9 +113,9 @@ func (s *Server) figures(ctx context.Context, d *uiStatusData, shown int, hasWai
 	if d.More {
 		live += "+"
 	}
-	var st *StoreStats
+	var st *lease.Stats
 	if f := s.metrics.stats.Load(); f != nil {
-		got, err := (*f)(ctx)
+		got, err := (*f).Stats(ctx)
 		if err != nil {
 			d.Problems = append(d.Problems, "stats: "+err.Error())
 		} else {

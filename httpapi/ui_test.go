@@ -351,7 +351,7 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-var _ httpapi.WaitCounter = (*sqlite.Store)(nil)
+var _ lease.WaitCounter = (*sqlite.Store)(nil)
 
 // TestUITLS: over TLS the session cookie is Secure, and the page's own
 // origin is its https:// one (the http:// one is refused).

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
 )
 
 // runHealth asks a store whether it can grant: a server's /healthz, or an
@@ -33,7 +33,7 @@ func runHealth(ctx context.Context, e *env, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	return sf.with(fs, func(s store) error {
-		hc, ok := s.(httpapi.HealthChecker)
+		hc, ok := s.(lease.HealthChecker)
 		if !ok {
 			return fmt.Errorf("health: this store cannot say whether it is healthy")
 		}

@@ -7,7 +7,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
 
@@ -87,7 +87,7 @@ func runKV(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return sf.with(fs, func(s store) error {
-		kv, ok := s.(httpapi.KV)
+		kv, ok := s.(lease.KV)
 		if !ok {
 			return fmt.Errorf("kv: this store has no fenced key-value table")
 		}

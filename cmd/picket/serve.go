@@ -173,17 +173,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		httpapi.WithMaxInFlight(*maxInFlight), httpapi.WithMaxWaiting(*maxWaiting), httpapi.WithMaxLists(*maxLists),
 		httpapi.WithBodyTimeout(*bodyTimeout), httpapi.WithBodyBudget(*bodyBudget), httpapi.WithAllowedOrigins(allowOrigins...), httpapi.WithAllowedHosts(allowHosts...),
 		httpapi.WithStatusPage(*statusPage))
-	switch st := store.(type) {
-	case *sqlite.Store:
-		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
-			s, err := st.Stats(ctx)
-			return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest, WAL: s.WAL}, err
-		})
-	case *etcd.Store: // one count of the lease keys per scrape; etcd does not know when the oldest was granted
-		metrics.WatchStore(func(ctx context.Context) (httpapi.StoreStats, error) {
-			live, err := st.Stats(ctx)
-			return httpapi.StoreStats{Live: live, Oldest: -1, WAL: -1}, err
-		})
+	if sr, ok := store.(lease.StatsReporter); ok { // sqlite: leases, the oldest, the -wal; etcd: one count of its lease keys
+		metrics.WatchStore(sr)
 	}
 	handler := httpapi.NewServer(store, serverOpts...)
 	srv := httpapi.NewHTTPServer(handler, logger)
@@ -339,11 +330,12 @@ func (l *listFlag) Set(v string) error {
 // servedStore is what serve needs of a store: leases, the fenced KV, Close.
 type servedStore interface {
 	lease.Store
-	httpapi.KV
-	Close() error
+	lease.KV
+	io.Closer
 }
 
-// sweeper deletes expired lease rows.
+// sweeper deletes expired lease rows: a SQLite store's own job (an etcd
+// lease key goes with its etcd lease), not a contract of package lease.
 type sweeper interface {
 	Sweep(ctx context.Context) (int, error)
 }

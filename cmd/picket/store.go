@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -54,11 +55,12 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	f.etcd.register(fs)
 }
 
-// store is what the commands use: the lease store plus what only some
-// backends have.
+// store is what the commands use: a lease store they close. What only some
+// stores have (lease.KV, lease.HealthChecker, ...) they find by type
+// assertion.
 type store interface {
 	lease.Store
-	Close() error
+	io.Closer
 }
 
 // open opens the store the flags name. fs must have been parsed.

@@ -178,18 +178,19 @@ func (s *Store) kvQuota(ctx context.Context, op, key string, cur *mvccpb.KeyValu
 	return cmps, []clientv3.Op{clientv3.OpPut(s.keys.kvUsage(), string(b))}, nil
 }
 
-// Stats returns the lease keys of the prefix (lease.Store's live leases,
-// for picket_leases_live; a lease key of an expired lease counts until it
-// is gone). The age of the oldest lease is not known on etcd: Oldest is -1.
-func (s *Store) Stats(ctx context.Context) (live int64, err error) {
+// Stats counts the lease keys of the prefix (lease.Stats.Live; a lease key
+// of an expired lease counts until it is gone). The age of the oldest lease
+// is not known on etcd, nor is a write-ahead log measured: Oldest and WAL
+// are -1.
+func (s *Store) Stats(ctx context.Context) (lease.Stats, error) {
 	if s.closed() {
-		return 0, ErrClosed
+		return lease.Stats{}, ErrClosed
 	}
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
 	resp, err := s.client.Get(rctx, s.keys.leases(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, failed(ctx, "stats", s.cfg.prefix, false, err)
+		return lease.Stats{}, failed(ctx, "stats", s.cfg.prefix, false, err)
 	}
-	return resp.Count, nil
+	return lease.Stats{Live: resp.Count, Oldest: -1, WAL: -1}, nil
 }

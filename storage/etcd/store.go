@@ -36,7 +36,13 @@ type Store struct {
 	wg        sync.WaitGroup // background work: the sweep, the session, deletes
 }
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store         = (*Store)(nil)
+	_ lease.KV            = (*Store)(nil)
+	_ lease.HealthChecker = (*Store)(nil)
+	_ lease.StatsReporter = (*Store)(nil)
+	_ lease.WaitCounter   = (*Store)(nil)
+)
 
 // Open connects to the etcd cluster whose client URLs are endpoints
 // ("http://127.0.0.1:2379", ...). The connection is made in the background:

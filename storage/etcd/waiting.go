@@ -18,7 +18,7 @@ const (
 // the name's holder (a waiter keeps its queue key while it holds the name).
 // A dead process's keys count until its session's etcd lease expires. It
 // reads up to 10 000 queue keys, and the lease keys of their names, so call
-// it for a status page, not per request. (httpapi.WaitCounter: the status
+// it for a status page, not per request. (lease.WaitCounter: the status
 // page shows it.)
 //
 // Errors: ErrClosed, or lease.ErrUnavailable when the cluster does not

@@ -62,29 +62,10 @@ func (s *Store) Watch(ctx context.Context, name string, after lease.State) (leas
 			s.watches[name] = ch
 		}
 		s.mu.Unlock()
-		if err := sleepWatch(ctx, ch, moved, st.Held, deadline-now); err != nil {
+		if err := storekit.SleepWatch(ctx, storekit.Wake{Changed: ch, Moved: moved}, st.Held, deadline-now); err != nil {
 			return lease.State{}, fmt.Errorf("memory: watch %q: %w", name, err)
 		}
 	}
-}
-
-// sleepWatch waits for ch to close, moved to close, the time left to a held
-// lease's deadline to pass, or ctx to end (its error).
-func sleepWatch(ctx context.Context, ch, moved <-chan struct{}, held bool, left time.Duration) error {
-	var expiry <-chan time.Time
-	if held {
-		t := time.NewTimer(left)
-		defer t.Stop()
-		expiry = t.C
-	}
-	select {
-	case <-ch:
-	case <-moved:
-	case <-expiry:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
 }
 
 // state is the state of name at now, with the lease's deadline when held.

@@ -59,7 +59,12 @@ type Store struct {
 	space       space    // a full disk and the reserve (reserve.go)
 }
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store         = (*Store)(nil)
+	_ lease.KV            = (*Store)(nil)
+	_ lease.HealthChecker = (*Store)(nil)
+	_ lease.WaitCounter   = (*Store)(nil)
+)
 
 // Open opens the store in the file at path, creating the file (mode 0600:
 // it holds the holders' secrets) and its schema if needed, and starts its

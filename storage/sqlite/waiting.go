@@ -15,7 +15,7 @@ const maxWaitingRows = 10000
 // granted of processes still alive (a dead process's rows, which the next
 // hand-over deletes, are not counted). It reads the whole queue, up to
 // 10 000 name and process pairs, so call it for a status page, not per
-// request. (httpapi.WaitCounter: the status page shows it.)
+// request. (lease.WaitCounter: the status page shows it.)
 //
 // Errors: ErrClosed, or the error of the read or ctx's.
 func (s *Store) Waiting(ctx context.Context) (map[string]int, error) {

@@ -134,33 +134,11 @@ func (s *Store) Watch(ctx context.Context, name string, after lease.State) (leas
 			st.Reason = storekit.ChangeReason(after, st)
 			return st, nil
 		}
-		if err := s.watchSleep(ctx, ch, moved, st.Held, deadline-now); err != nil {
+		wake := storekit.Wake{Changed: ch, Moved: moved, Poll: s.watch.net.fallback(), Closing: s.closing, Closed: ErrClosed}
+		if err := storekit.SleepWatch(ctx, wake, st.Held, deadline-now); err != nil {
 			return lease.State{}, fmt.Errorf("sqlite: watch %q: %w", name, err)
 		}
 	}
-}
-
-// watchSleep waits for ch to close (a wake), moved to close, the time left
-// to a held lease's deadline to pass, or the Store or ctx to end (their
-// error).
-func (s *Store) watchSleep(ctx context.Context, ch, moved <-chan struct{}, held bool, left time.Duration) error {
-	var expiry <-chan time.Time
-	if held {
-		t := time.NewTimer(left)
-		defer t.Stop()
-		expiry = t.C
-	}
-	select {
-	case <-ch:
-	case <-moved:
-	case <-expiry:
-	case <-s.watch.net.fallback():
-	case <-s.closing:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
 }
 
 // readState reads the state of name, with the lease's deadline and the
