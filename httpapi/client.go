@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -71,7 +73,10 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 // whole request, waiting included. Errors: lease.ErrInvalid (checked here
 // first, nothing is sent), a *lease.HeldError (lease.ErrHeld),
 // lease.ErrUnavailable (also when the server cannot be reached), ctx's error,
-// or an *Error for other answers.
+// or an *Error for other answers. A write whose answer was lost (ctx ended
+// or the connection broke after the request left; or the server's store
+// could not tell, 503 with "reason": "unknown") also matches
+// lease.ErrUnknown, as every write method's error does then.
 func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, err
@@ -88,9 +93,9 @@ func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 	return g.grant()
 }
 
-// Renew extends the lease (POST /v1/renew); a zero ttl keeps the lease's TTL.
-// Errors: lease.ErrInvalid, lease.ErrLost, lease.ErrUnavailable, ctx's error,
-// or an *Error.
+// Renew extends the lease (POST /v1/renew); a zero req.TTL keeps the lease's
+// TTL. Errors: lease.ErrInvalid, lease.ErrLost, lease.ErrUnavailable, ctx's
+// error (with lease.ErrUnknown, as for Acquire), or an *Error.
 func (c *Client) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
 	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	if err := req.Validate(); err != nil {
@@ -109,7 +114,8 @@ func (c *Client) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant
 }
 
 // Release frees the lease (POST /v1/release). Errors: lease.ErrInvalid,
-// lease.ErrLost, lease.ErrUnavailable, ctx's error, or an *Error.
+// lease.ErrLost, lease.ErrUnavailable, ctx's error (with lease.ErrUnknown, as
+// for Acquire), or an *Error.
 func (c *Client) Release(ctx context.Context, req lease.ReleaseRequest) error {
 	name, holder, tok := req.Name, req.Holder, req.Token
 	if err := req.Validate(); err != nil {
@@ -282,18 +288,35 @@ func (c *Client) send(ctx context.Context, op string, sub subject, method, path,
 	if _, set := hdr["Authorization"]; !set && c.auth != "" {
 		req.Header.Set("Authorization", "Bearer "+c.auth)
 	}
+	if err := ctx.Err(); err != nil { // nothing sent
+		return nil, fmt.Errorf("httpapi: %s: %w", sub.what(op), err)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("httpapi: %s: %w", sub.what(op), ctx.Err())
+			err = fmt.Errorf("httpapi: %s: %w", sub.what(op), ctx.Err())
+		} else {
+			err = fmt.Errorf("httpapi: %s: %w: %w", sub.what(op), lease.ErrUnavailable, err)
 		}
-		return nil, fmt.Errorf("httpapi: %s: %w: %w", sub.what(op), lease.ErrUnavailable, err)
+		if method != http.MethodGet && !notSent(err) {
+			// A write that may have reached the server, which may have
+			// done it: only a new request can tell.
+			err = storekit.Unknown(err)
+		}
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer closeBody(resp)
 		return nil, answerError(resp, sub)
 	}
 	return resp, nil
+}
+
+// notSent reports whether err, the error of an HTTP request, says the
+// request never left: the connection to the server could not be made.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // closeBody drains a little of what is left, so the connection can be

@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
 // Error codes: the "error" member of every error body. They are the contract
-// with clients in other languages; see DESIGN.md, "HTTP API v1".
+// with clients in other languages; see docs/http-api.md, "Errors".
 const (
 	CodeBadRequest   = "bad_request"
 	CodeUnauthorized = "unauthorized"
@@ -80,6 +81,12 @@ const (
 	// (lease.ErrRevoked): the body also carries "revoked_by" and
 	// "revoke_reason".
 	ReasonRevoked = "revoked"
+
+	// ReasonUnknown comes with CodeUnavailable when the store took the write
+	// but cannot say whether it was done (lease.ErrUnknown): an etcd cluster
+	// that did not answer in time, a SQLite batch whose answer never came.
+	// Retrying with the same holder secret is safe.
+	ReasonUnknown = "unknown"
 )
 
 // errorCodes is the one table shared by Server and Client. The server takes
@@ -100,10 +107,16 @@ var errorCodes = []errorCode{
 	{CodeBadRequest, http.StatusBadRequest, lease.ErrInvalid, ""},
 	{CodeBadRequest, http.StatusBadRequest, token.ErrInvalid, ""}, // server side only: the client reads the row above
 	{CodeQuotaExceeded, http.StatusInsufficientStorage, lease.ErrQuota, ""},
-	{CodeTooManyRequests, http.StatusTooManyRequests, ErrTooManyRequests, ""}, // before unavailable, which it matches
+	{CodeTooManyRequests, http.StatusTooManyRequests, ErrTooManyRequests, ""},         // before unavailable, which it matches
+	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnknown, ReasonUnknown}, // before unavailable, which it may match
 	{CodeUnavailable, http.StatusServiceUnavailable, lease.ErrUnavailable, ""},
 	{CodeInternal, http.StatusInternalServerError, ErrInternal, ""},
 }
+
+// errUnknownUnavailable is what a Client's *Error with the reason unknown
+// unwraps to: a write whose outcome the server's store could not tell,
+// which is unavailable too.
+var errUnknownUnavailable = storekit.Unknown(lease.ErrUnavailable)
 
 // codeFor returns the row for err. A request body over the limit is
 // too_large; an ended context (the client went away, the server is shutting
@@ -205,6 +218,9 @@ func answerError(resp *http.Response, sub subject) error {
 		return e
 	}
 	e.detail = row.err
+	if row.reason == ReasonUnknown {
+		e.detail = errUnknownUnavailable
+	}
 	switch row.code {
 	case CodeHeld:
 		held := &lease.HeldError{Name: sub.name}

@@ -13,7 +13,8 @@ import (
 var ErrClosed = fmt.Errorf("etcd: store closed: %w", lease.ErrUnavailable)
 
 // UnavailableError reports that the cluster did not answer (unreachable, no
-// leader, no quorum, a request timed out). It matches lease.ErrUnavailable.
+// leader, no quorum, a request timed out). It matches lease.ErrUnavailable,
+// and lease.ErrUnknown too when Unknown is set.
 //
 // Unknown is true when the request was a write whose outcome is unknown: it
 // may have been committed. Such an error is never a definite failure: an
@@ -35,8 +36,11 @@ func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("etcd: %s %q: cluster unavailable%s: %v", e.Op, e.Name, outcome, e.Cause)
 }
 
-// Is reports whether target is lease.ErrUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == lease.ErrUnavailable }
+// Is reports whether target is lease.ErrUnavailable, or lease.ErrUnknown
+// for an error of unknown outcome.
+func (e *UnavailableError) Is(target error) bool {
+	return target == lease.ErrUnavailable || e.Unknown && target == lease.ErrUnknown
+}
 
 // Unwrap returns the cause.
 func (e *UnavailableError) Unwrap() error { return e.Cause }

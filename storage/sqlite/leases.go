@@ -22,8 +22,9 @@ import (
 // Errors: lease.ErrInvalid (nothing is written), a *lease.HeldError
 // (lease.ErrHeld) when the name is still held after req.Wait, ErrExhausted,
 // ErrClosed, a *FailedError or another error matching lease.ErrUnavailable,
-// or ctx's error (the grant may then have been committed: the holder's next
-// Acquire gets it back).
+// or ctx's error, which also matches lease.ErrUnknown when the acquire had
+// been taken into a batch (the grant may then have been committed: the
+// holder's next Acquire gets it back).
 func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("sqlite: acquire: %w", err)
@@ -38,13 +39,14 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 	return s.acquireWait(ctx, req) // wait.go
 }
 
-// Renew extends the live lease on name held by holder with tok, to ttl from
-// now (zero ttl: the lease's TTL). The token never changes.
+// Renew extends the live lease on req.Name held by req.Holder with
+// req.Token, to req.TTL from now (zero: the lease's TTL). The token never changes.
 //
 // Errors: lease.ErrInvalid (nothing is written), lease.ErrLost when the
 // lease is not held by holder with tok (released, expired even if nobody
 // took it, taken by another), ErrClosed, a *FailedError or another error
-// matching lease.ErrUnavailable, or ctx's error.
+// matching lease.ErrUnavailable, or ctx's error (matching lease.ErrUnknown
+// too when the renewal had been taken into a batch).
 func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
 	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	if err := req.Validate(); err != nil {
@@ -56,13 +58,14 @@ func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant,
 	return res.grant, res.err
 }
 
-// Release frees name at once (no lock-delay) and wakes the acquires waiting
+// Release frees req.Name at once (no lock-delay) and wakes the acquires waiting
 // for it in this process.
 //
 // Errors: lease.ErrInvalid (nothing is written), lease.ErrLost when the
 // lease is not held by holder with tok or has expired, ErrClosed, a
 // *FailedError or another error matching lease.ErrUnavailable, or ctx's
-// error.
+// error (matching lease.ErrUnknown too when the release had been taken into
+// a batch).
 func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
 	name, holder, tok := req.Name, req.Holder, req.Token
 	if err := req.Validate(); err != nil {

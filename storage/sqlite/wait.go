@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 )
 
 // A waiting Acquire, top down. Its helpers: the hub (hub.go), where the
@@ -73,10 +74,14 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 			if handed, ok := s.settle(ctx, p); ok {
 				return handed.grant, handed.err
 			}
-			// Another process may grant the row before it goes: the
-			// outcome is unknown, as ctx's error says, and such a grant
-			// stays (its row gone, it never lapses).
-			s.forgetRow(p.row.Load())
+			// Another process may grant a queued row before it goes: the
+			// outcome is then unknown (lease.ErrUnknown), and such a
+			// grant stays (its row gone, it never lapses).
+			seq := p.row.Load()
+			s.forgetRow(seq)
+			if seq != 0 {
+				return lease.Grant{}, storekit.Unknown(ctx.Err())
+			}
 			return lease.Grant{}, ctx.Err()
 		case <-s.closing:
 			t.Stop()
@@ -141,7 +146,7 @@ func (s *Store) settle(ctx context.Context, p *op) (result, bool) {
 	case <-p.done:
 		return answered()
 	case <-ctx.Done():
-		return result{err: ctx.Err()}, true
+		return result{err: storekit.Unknown(ctx.Err())}, true
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -117,6 +118,7 @@ func (s *Store) submit(ctx context.Context, o *op) result {
 				return o.res
 			default:
 			}
+			return result{err: storekit.Unknown(ctx.Err())} // committed or not: nobody will say
 		}
 		return result{err: ctx.Err()}
 	case <-s.done:
@@ -279,7 +281,7 @@ func (s *Store) runBatch(batch []*op) {
 		close(p.done)
 	}
 	for _, p := range uncertain { // never "held": the grant may be committed
-		p.res = result{err: unavailable("hand-over: commit failed, its outcome is unknown", commitErr)}
+		p.res = result{err: storekit.Unknown(unavailable("hand-over: commit failed", commitErr))}
 		close(p.done)
 	}
 	s.noteBatch(batch, results, err)
