@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"net/http"
@@ -28,6 +29,7 @@ func TestConformance(t *testing.T) {
 			e := serve(t, cfg.Clock, st, httpapi.WithKV(st), httpapi.WithAdminToken("admin-token"))
 			return e.client(t, httpapi.WithAdminToken("admin-token"))
 		},
+		LoseAnswer: loseAnswer,
 	})
 }
 
@@ -279,5 +281,37 @@ func TestNewClient(t *testing.T) {
 	}
 	if want := "/picket/v1/leases/a%2Fb"; got != want {
 		t.Errorf("path %q, want %q", got, want)
+	}
+}
+
+// loseAnswer is the conformance suite's Harness.LoseAnswer for the Client: a
+// server over a SQLite file, and a lose that holds the file's write lock
+// from another connection while the request is sent, so that the server's
+// store waits in its batch while the Client's context ends; then the lock
+// is let go and the batch commits. The Client only knows its request left.
+func loseAnswer(t *testing.T) (lease.Store, func(write func(ctx context.Context) error) error) {
+	st := mustOpenStore(t, nil)
+	e := serve(t, nil, st, httpapi.WithKV(st))
+	return e.client(t), func(write func(ctx context.Context) error) error {
+		db, err := sql.Open("sqlite", "file:"+st.Path()+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		conn, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		err = write(ctx)
+		cancel()
+		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		return err
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
@@ -56,6 +57,7 @@ func TestErrorTable(t *testing.T) {
 		{"unavailable", fmt.Errorf("x: %w", lease.ErrUnavailable), 503, "unavailable", lease.ErrUnavailable},
 		{"quota", fmt.Errorf("x: %w", lease.ErrQuota), 507, "quota_exceeded", lease.ErrQuota},
 		{"context ended", context.Canceled, 503, "unavailable", lease.ErrUnavailable},
+		{"unknown", storekit.Unknown(fmt.Errorf("x: %w", lease.ErrUnavailable)), 503, "unavailable", lease.ErrUnknown},
 		{"anything else", errors.New("disk on fire"), 500, "internal", httpapi.ErrInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +116,10 @@ func TestErrorTable(t *testing.T) {
 				}
 				if !errors.Is(err, tc.want) {
 					t.Errorf("%s: %v does not match %v", op, err, tc.want)
+				}
+				if errors.Is(tc.want, lease.ErrUnknown) != errors.Is(err, lease.ErrUnknown) || errors.Is(tc.want, lease.ErrUnknown) && !errors.Is(err, lease.ErrUnavailable) {
+					t.Errorf("%s: %v: ErrUnknown %v, ErrUnavailable %v; want ErrUnknown only for an unknown outcome, with ErrUnavailable", op, err,
+						errors.Is(err, lease.ErrUnknown), errors.Is(err, lease.ErrUnavailable))
 				}
 				if tc.code == "internal" && strings.Contains(apiErr.Message, "fire") {
 					t.Errorf("%s: internal details leaked: %q", op, apiErr.Message)

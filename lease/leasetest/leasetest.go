@@ -1,6 +1,7 @@
 package leasetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -28,6 +29,24 @@ type Harness struct {
 	// move (it ignores Config.Clock): the rules about expiry then run on
 	// real time (see RealTime).
 	RealTime *RealTime
+
+	// LoseAnswer opens a new, empty store as Open does (lock-delay off, the
+	// store's real clock) and returns with it lose, which runs write (one
+	// write on that store) so that the store takes the write but write's
+	// caller cannot learn its outcome: write gets a context that ends while
+	// the store holds the write, and once write has returned the store is
+	// let go on (to commit it or not). lose returns write's error. It must
+	// be a real way to lose the answer (a held write lock, a connection that
+	// stops carrying answers), not a stub. The UnknownOutcome test uses it.
+	//
+	// A store that can lose a write's answer sets it; a store whose every
+	// write answers sets OutcomeAlwaysKnown instead (storage/memory). One of
+	// the two must be set.
+	LoseAnswer func(t *testing.T) (st lease.Store, lose func(write func(ctx context.Context) error) error)
+
+	// OutcomeAlwaysKnown says that the store always knows whether a write
+	// was done, so that none of its errors matches lease.ErrUnknown.
+	OutcomeAlwaysKnown bool
 }
 
 // Run runs every conformance test against stores opened by h.
@@ -89,6 +108,7 @@ func (s suite) tests() []namedTest {
 		{"RevokeWakesWaiter", s.testRevokeWakesWaiter},
 		{"RevokeEndsHandle", s.testRevokeEndsHandle},
 		{"History", s.testHistory},
+		{"UnknownOutcome", s.testUnknownOutcome},
 	}
 }
 

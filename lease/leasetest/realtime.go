@@ -56,6 +56,7 @@ func (s suite) realTimeTests() []namedTest {
 		{"RevokeWakesWaiter", s.testRevokeWakesWaiter},
 		{"RevokeEndsHandle", s.testRevokeEndsHandle},
 		{"History", s.testHistory},
+		{"UnknownOutcome", s.testUnknownOutcome},
 	}
 }
 

@@ -27,7 +27,8 @@ func TestConformance(t *testing.T) {
 				Open: func(t testing.TB, cfg leasetest.Config) lease.Store {
 					return mustOpen(t, c, etcd.WithLockDelay(cfg.LockDelay))
 				},
-				RealTime: &leasetest.RealTime{TTL: etcdtest.MinTTL, Slack: time.Second},
+				RealTime:   &leasetest.RealTime{TTL: etcdtest.MinTTL, Slack: time.Second},
+				LoseAnswer: loseAnswers(c), // unknown_test.go
 			})
 		})
 	}

@@ -20,5 +20,6 @@ func TestConformance(t *testing.T) {
 			}
 			return mustOpenPath(t, filepath.Join(t.TempDir(), "picket.db"), opts...)
 		},
+		LoseAnswer: loseAnswer, // unknown_test.go
 	})
 }
