@@ -139,4 +139,3 @@ func (p *holdProxy) close() {
 	p.mu.Unlock()
 	p.copies.Wait()
 }
-
