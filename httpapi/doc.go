@@ -1,13 +1,14 @@
 // Package httpapi puts a lease.Store on the network: Server serves HTTP API v1
-// over any Store (usually storage/sqlite), and Client is a lease.Store that
-// talks to such a server. A lease.Manager over a Client behaves as it does
+// over any Store (storage/sqlite or storage/etcd), and Client is a
+// lease.Store (and a lease.KV) that talks to such a server. A lease.Manager over a Client behaves as it does
 // over an embedded store: the same grants, the same errors, the same
 // KeepAlive and Context.
 //
 // # The idea
 //
-// A lock service across machines needs one place that hands out tokens;
-// picket's is one SQLite file, and this package lets many machines reach it.
+// A lock service across machines needs one place that hands out tokens:
+// for picket, a SQLite file on one machine or an etcd cluster; this package
+// lets many machines reach it.
 // The server adds no lock logic of its own: every decision (who holds a name,
 // which token comes next, when a lease has expired) is the store's, made on
 // the store's clock. The server only decodes requests strictly, validates
@@ -18,6 +19,7 @@
 //	errors.Is(err, lease.ErrLost)          errors.Is(err, lease.ErrInvalid)
 //	errors.Is(err, token.ErrStale)         errors.As(err, new(*token.StaleError))
 //	errors.Is(err, lease.ErrNotFound)      errors.Is(err, lease.ErrUnavailable)
+//	errors.Is(err, lease.ErrUnknown)
 //
 // hold across the wire exactly as they hold in process.
 //

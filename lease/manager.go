@@ -61,6 +61,7 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration
 	epoch, sent := m.clock.Epoch(), m.clock.Now()
 	g, err := m.store.Acquire(ctx, req)
 	if err != nil {
+		m.dropUnknown(ctx, req, err)
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
 	return m.newLease(ctx, g, req, epoch, sent), nil
@@ -133,6 +134,7 @@ func (m *Manager) acquire(ctx context.Context, req AcquireRequest) (*Lease, erro
 			err = fmt.Errorf("%w: grants take %v to arrive, too long for a %v TTL", ErrUnavailable, took, ttl)
 		}
 		if ctx.Err() != nil {
+			m.dropUnknown(ctx, req, err)
 			return nil, m.gaveUp(ctx, name, refusal, late)
 		}
 		switch {
@@ -173,6 +175,31 @@ func (m *Manager) releaseLate(ctx context.Context, name string, late *Grant) {
 		level.Warn(m.logger).Log("msg", "releasing an unused grant failed; it will expire", "lease", name,
 			"token", late.Token, "err", err)
 	}
+}
+
+// dropUnknown releases the grant that an acquire which Acquire or TryAcquire
+// gives up on may have left, when err says its outcome is unknown
+// (ErrUnknown) and the holder secret is one the Manager made for this call:
+// nobody else could renew or release that grant, and it would keep the name
+// from everyone for its whole TTL. Asked again with the same secret (no
+// wait), the store hands the grant back if it was committed (or grants the
+// free name anew), and it is released at once. With a secret the caller gave
+// (WithHolder), the grant may be the caller's lease held elsewhere: it is
+// left alone. It takes at most a second, even after ctx ended.
+func (m *Manager) dropUnknown(ctx context.Context, req AcquireRequest, err error) {
+	if !errors.Is(err, ErrUnknown) || m.holder != "" {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	req.Wait = 0
+	g, err := m.store.Acquire(rctx, req)
+	if err != nil {
+		level.Debug(m.logger).Log("msg", "an acquire of unknown outcome may have left a grant; it will expire",
+			"lease", req.Name, "err", err)
+		return
+	}
+	m.releaseLate(rctx, req.Name, &g)
 }
 
 // request builds and checks an acquire request; the store is asked nothing

@@ -1,13 +1,14 @@
 // Package leasetest is the conformance suite for lease.Store: one set of
-// tests that every store (storage/memory, storage/sqlite, httpapi.Client and
-// later storage/etcd) must pass, one subtest per rule of the lease contract
+// tests that every store (storage/memory, storage/sqlite, storage/etcd and
+// httpapi.Client) must pass, one subtest per rule of the lease contract
 // (see lease.Store): fresh tokens are the counter plus one; a held name is
 // ErrHeld with owner and expiry; the same holder gets its grant back; renew
 // and release need name, holder and token of a live lease, anything else is
 // ErrLost; release frees at once; only the store's clock ends a lease, and
 // wall-clock steps change nothing; lock-delay; Get and List; bounds and
 // ErrInvalid with nothing written; waiting acquires; mutual exclusion under
-// contention; and the lease.Manager and *lease.Lease over the store.
+// contention; a write whose answer was lost matching lease.ErrUnknown (or
+// surely not done); and the lease.Manager and *lease.Lease over the store.
 //
 // A store's own test wires it in with a Harness:
 //
@@ -20,6 +21,7 @@
 //				}
 //				return memory.New(opts...)
 //			},
+//			OutcomeAlwaysKnown: true, // or LoseAnswer: how the store can lose a write's answer
 //		})
 //	}
 //
