@@ -37,8 +37,10 @@ var (
 	// answer in time): it may or may not have taken effect. It comes with
 	// ctx's error or ErrUnavailable, which the error also matches. The
 	// holder's retry with the same holder secret is safe: an acquire that did
-	// commit is granted again (same token), a renewal renewed again. A lease
-	// handle treats it as a renewal that may have shortened its TTL.
+	// commit is granted again (same token), a renewal renewed again. The
+	// Manager releases what an acquire it gave up on may have left under a
+	// holder secret it made; a lease handle treats any renewal it did not
+	// get an answer to as one that may have shortened its TTL.
 	ErrUnknown = errors.New("lease: outcome unknown")
 
 	// ErrNoKey: no value under that key in a fenced key-value store (never
