@@ -60,7 +60,6 @@ func (s *spy) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gran
 }
 
 func (s *spy) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
-	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	s.mu.Lock()
 	n := len(s.renews)
 	s.renews = append(s.renews, time.Now())
@@ -71,15 +70,14 @@ func (s *spy) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, e
 			return lease.Grant{}, err
 		}
 	}
-	return s.Store.Renew(ctx, lease.RenewRequest{Name: name, Holder: holder, Token: tok, TTL: ttl})
+	return s.Store.Renew(ctx, req)
 }
 
 func (s *spy) Release(ctx context.Context, req lease.ReleaseRequest) error {
-	name, holder, tok := req.Name, req.Holder, req.Token
 	s.mu.Lock()
 	s.releases++
 	s.mu.Unlock()
-	return s.Store.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: tok})
+	return s.Store.Release(ctx, req)
 }
 
 func (s *spy) acquireCalls() []acquireCall {

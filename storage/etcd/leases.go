@@ -376,8 +376,9 @@ func (s *Store) deleteLater(key string, rev int64) {
 // rewrite changes it: every observer counts the TTL anew). The token (its
 // create revision) does not change.
 //
-// Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError, ErrClosed,
-// or ctx's error.
+// Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError (matching
+// lease.ErrUnknown too when the rewrite was sent and not answered),
+// ErrClosed, or ctx's error.
 func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
 	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	if err := req.Validate(); err != nil {
@@ -463,14 +464,15 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 // Release frees the name at once (see lease.Store): one transaction deletes
 // the lease key, and the holder's queue key if it came through the queue
 // (unless this store granted it without one: grants.go), if the key's
-// create revision is tok and its value names holder. The
+// create revision is req.Token and its value names req.Holder. The
 // oldest waiter, in whatever process, is woken by its watch.
 //
 // A release that reaches the cluster after the TTL but before an observer
 // has ended the lease finds the key and frees it as a clean release would.
 //
-// Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError, ErrClosed,
-// or ctx's error.
+// Errors: lease.ErrInvalid, lease.ErrLost, an *UnavailableError (matching
+// lease.ErrUnknown too when the transaction was sent and not answered),
+// ErrClosed, or ctx's error.
 func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
 	name, holder, tok := req.Name, req.Holder, req.Token
 	if err := req.Validate(); err != nil {

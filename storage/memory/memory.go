@@ -89,10 +89,11 @@ func New(opts ...Option) *Store {
 	return s
 }
 
-// Renew extends the live lease on name held by holder with tok, for ttl from
-// now (zero ttl: the lease's TTL). Errors: lease.ErrInvalid (nothing changes),
-// lease.ErrLost when the lease is not live with that holder and token (even
-// if nobody took it since it expired), or ctx's error.
+// Renew extends the live lease on req.Name held by req.Holder with
+// req.Token, for req.TTL from now (zero: the lease's TTL). Errors:
+// lease.ErrInvalid (nothing changes), lease.ErrLost when the lease is not
+// live with that holder and token (even if nobody took it since it
+// expired), or ctx's error (nothing changes: never lease.ErrUnknown).
 func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
 	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	if err := req.Validate(); err != nil {
@@ -116,9 +117,11 @@ func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant,
 	return s.grant(name, e, now), nil
 }
 
-// Release frees the live lease on name held by holder with tok at once, and
-// wakes the acquires waiting for it. Errors: lease.ErrInvalid, lease.ErrLost
-// when the lease is not live with that holder and token, or ctx's error.
+// Release frees the live lease on req.Name held by req.Holder with
+// req.Token at once, and wakes the acquires waiting for it. Errors:
+// lease.ErrInvalid, lease.ErrLost when the lease is not live with that
+// holder and token, or ctx's error (nothing changes: never
+// lease.ErrUnknown).
 func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
 	name, holder, tok := req.Name, req.Holder, req.Token
 	if err := req.Validate(); err != nil {

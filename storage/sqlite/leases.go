@@ -43,17 +43,16 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 // req.Token, to req.TTL from now (zero: the lease's TTL). The token never changes.
 //
 // Errors: lease.ErrInvalid (nothing is written), lease.ErrLost when the
-// lease is not held by holder with tok (released, expired even if nobody
+// lease is not held by req.Holder with req.Token (released, expired even if nobody
 // took it, taken by another), ErrClosed, a *FailedError or another error
 // matching lease.ErrUnavailable, or ctx's error (matching lease.ErrUnknown
 // too when the renewal had been taken into a batch).
 func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant, error) {
-	name, holder, tok, ttl := req.Name, req.Holder, req.Token, req.TTL
 	if err := req.Validate(); err != nil {
 		return lease.Grant{}, fmt.Errorf("sqlite: renew: %w", err)
 	}
 	o := newOp(opRenew)
-	o.name, o.holder, o.tok, o.ttl = name, holder, tok, ttl
+	o.name, o.holder, o.tok, o.ttl = req.Name, req.Holder, req.Token, req.TTL
 	res := s.submit(ctx, o)
 	return res.grant, res.err
 }
@@ -62,16 +61,15 @@ func (s *Store) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant,
 // for it in this process.
 //
 // Errors: lease.ErrInvalid (nothing is written), lease.ErrLost when the
-// lease is not held by holder with tok or has expired, ErrClosed, a
+// lease is not held by req.Holder with req.Token or has expired, ErrClosed, a
 // *FailedError or another error matching lease.ErrUnavailable, or ctx's
 // error (matching lease.ErrUnknown too when the release had been taken into
 // a batch).
 func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
-	name, holder, tok := req.Name, req.Holder, req.Token
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("sqlite: release: %w", err)
 	}
 	o := newOp(opRelease)
-	o.name, o.holder, o.tok = name, holder, tok
+	o.name, o.holder, o.tok = req.Name, req.Holder, req.Token
 	return s.submit(ctx, o).err
 }
