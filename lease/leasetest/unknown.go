@@ -37,7 +37,7 @@ func (s suite) testUnknownOutcome(t *testing.T) {
 	err := lose(func(ctx context.Context) error { _, err := st.Acquire(ctx, req); return err })
 	unknown += checkLost(t, "Acquire", err, func() error {
 		if i, err := st.Get(ctx, req.Name); !errors.Is(err, lease.ErrNotFound) {
-			return fmt.Errorf("Get = %+v, %v: the name is held", i, err)
+			return fmt.Errorf("get = %+v, %v: the name is held", i, err)
 		}
 		return nil
 	})
@@ -50,7 +50,7 @@ func (s suite) testUnknownOutcome(t *testing.T) {
 	err = lose(func(ctx context.Context) error { _, err := st.Renew(ctx, renew); return err })
 	unknown += checkLost(t, "Renew", err, func() error {
 		if i, err := st.Get(ctx, g.Name); err != nil || i.TTL != g.TTL {
-			return fmt.Errorf("Get = %+v, %v, want the lease with its TTL of %v", i, err, g.TTL)
+			return fmt.Errorf("get = %+v, %v, want the lease with its TTL of %v", i, err, g.TTL)
 		}
 		return nil
 	})
@@ -63,7 +63,7 @@ func (s suite) testUnknownOutcome(t *testing.T) {
 	err = lose(func(ctx context.Context) error { return st.Release(ctx, release) })
 	unknown += checkLost(t, "Release", err, func() error {
 		if i, err := st.Get(ctx, g.Name); err != nil || i.Token != g.Token {
-			return fmt.Errorf("Get = %+v, %v, want the lease with token %d", i, err, g.Token)
+			return fmt.Errorf("get = %+v, %v, want the lease with token %d", i, err, g.Token)
 		}
 		return nil
 	})
