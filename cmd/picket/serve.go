@@ -334,8 +334,8 @@ type servedStore interface {
 	io.Closer
 }
 
-// sweeper deletes expired lease rows: a SQLite store's own job (an etcd
-// lease key goes with its etcd lease), not a contract of package lease.
+// sweeper deletes expired lease rows: SQLite's own cleanup, which serve
+// drives (an etcd store sweeps by itself), not a contract of package lease.
 type sweeper interface {
 	Sweep(ctx context.Context) (int, error)
 }
