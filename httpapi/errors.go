@@ -15,7 +15,8 @@ import (
 )
 
 // Error codes: the "error" member of every error body. They are the contract
-// with clients in other languages; see docs/http-api.md, "Errors".
+// with clients in other languages; see docs/http-api.md, whose first table
+// lists them.
 const (
 	CodeBadRequest   = "bad_request"
 	CodeUnauthorized = "unauthorized"
