@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 )
 
@@ -18,43 +17,34 @@ const maxRefreshes = 3
 // state of its own beyond its configuration: it is safe for concurrent use,
 // and goroutines may share one (each call gets its own holder secret).
 type Manager struct {
-	store      Store
-	owner      string
-	holder     string // fixed holder (WithHolder), or "" for a fresh one per call
-	logger     log.Logger
-	margin     func(time.Duration) time.Duration
-	clock      Clock
-	minBackoff time.Duration
-	maxBackoff time.Duration
+	store Store
+	config
 }
 
-// NewManager returns a Manager over store.
-func NewManager(store Store, opts ...ManagerOption) *Manager {
-	m := &Manager{
-		store:      store,
-		owner:      DefaultOwner(),
-		logger:     log.NewNopLogger(),
-		margin:     DefaultMargin,
-		clock:      SuspendClock(),
-		minBackoff: DefaultMinBackoff,
-		maxBackoff: DefaultMaxBackoff,
+// NewManager returns a Manager over store. Errors: ErrInvalid for a nil
+// store or an option out of range (see each option); nothing is started
+// either way.
+func NewManager(store Store, opts ...Option) (*Manager, error) {
+	if store == nil {
+		return nil, invalid("manager: store is nil")
 	}
-	for _, o := range opts {
-		o(m)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
 	}
-	m.maxBackoff = max(m.minBackoff, m.maxBackoff)
-	return m
+	return &Manager{store: store, config: c}, nil
 }
 
 // TryAcquire makes one attempt to acquire name for ttl and does not wait.
 //
 // ctx bounds the request; the returned lease does not end with ctx (see
-// Lease.Context). Errors: ErrInvalid for a bad name or ttl (the store is not
-// asked), an error matching ErrHeld (a *HeldError, with the owner and expiry)
+// Lease.Context). opts adjust this call (WithHolder, WithAcquireOwner,
+// WithLockDelay). Errors: ErrInvalid for a bad name, ttl or option (the
+// store is not asked), an error matching ErrHeld (a *HeldError, with the owner and expiry)
 // when someone else holds the name, or whatever the store returned
 // (ErrUnavailable, ctx's error, a network error).
-func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
-	req, err := m.request(name, ttl)
+func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	req, err := m.request(name, ttl, opts)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
@@ -67,7 +57,7 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration
 }
 
 // Acquire acquires name for ttl, waiting as long as ctx allows for it to come
-// free.
+// free. opts adjust this call as for TryAcquire.
 //
 // Each attempt asks the store to wait for the name itself (the request's Wait
 // is the time left in ctx, at most MaxWait), so a store that waits
@@ -88,12 +78,12 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration
 // request was sent. Acquire then asks again at once with the same holder,
 // which extends the lease and starts its local deadline afresh.
 //
-// Errors: ErrInvalid at once (for a bad name or ttl the store is not even
-// asked); any store error other than ErrHeld and ErrUnavailable, at once.
+// Errors: ErrInvalid at once (for a bad name, ttl or option the store is
+// not even asked); any store error other than ErrHeld and ErrUnavailable, at once.
 // When ctx ends first: an error matching ctx's cause and also, if there was
 // one, the last refusal (ErrHeld with its *HeldError, or ErrUnavailable).
-func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
-	req, err := m.request(name, ttl)
+func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	req, err := m.request(name, ttl, opts)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
@@ -175,14 +165,25 @@ func (m *Manager) releaseLate(ctx context.Context, name string, late *Grant) {
 	}
 }
 
-// request builds and checks an acquire request; the store is asked nothing
-// about a request that cannot pass.
-func (m *Manager) request(name string, ttl time.Duration) (AcquireRequest, error) {
-	holder := m.holder
-	if holder == "" {
-		holder = NewHolder()
+// request builds and checks an acquire request from the Manager's
+// configuration and the call's options; the store is asked nothing about a
+// request that cannot pass.
+func (m *Manager) request(name string, ttl time.Duration, opts []AcquireOption) (AcquireRequest, error) {
+	var c acquireConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
 	}
-	req := AcquireRequest{Name: name, Holder: holder, Owner: m.owner, TTL: ttl}
+	req := AcquireRequest{Name: name, Owner: m.owner, TTL: ttl, LockDelay: c.lockDelay}
+	if c.owner != "" {
+		req.Owner = c.owner
+	}
+	if c.holder != nil {
+		req.Holder = *c.holder
+	} else {
+		req.Holder = NewHolder()
+	}
 	return req, req.Validate()
 }
 
