@@ -48,7 +48,9 @@ var _ lease.Store = (*Store)(nil)
 func Open(endpoints []string, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
