@@ -36,7 +36,7 @@ func TestUIBrowser(t *testing.T) {
 		s, err := st.Stats(ctx)
 		return httpapi.StoreStats{Live: s.Live, Oldest: s.Oldest, WAL: s.WAL}, err
 	})
-	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(metrics),
+	srv := newServer(t, st, httpapi.WithKV(st), httpapi.WithMetrics(metrics),
 		httpapi.WithAuthToken(uiAPIToken), httpapi.WithAdminToken(uiAdminToken))
 	ts := httptest.NewServer(srv)
 	defer ts.Close()

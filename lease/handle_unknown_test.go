@@ -160,7 +160,11 @@ func openUnknownStore(t *testing.T) (*sqlite.Store, string) {
 // serveUnknown serves st over HTTP on 127.0.0.1.
 func serveUnknown(t *testing.T, st lease.Store) *httptest.Server {
 	t.Helper()
-	ts := httptest.NewServer(httpapi.NewServer(st))
+	srv, err := httpapi.NewServer(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts
 }

@@ -70,7 +70,7 @@ type batchQuota struct {
 	kv        kvUsage
 }
 
-// acquireInQuota is acquire within WithQuota's MaxLeases. At the bound, an
+// acquireInQuota is acquire within WithMaxLeases. At the bound, an
 // acquire on a name with a live lease goes ahead (a re-acquire of the
 // holder's own, or a held answer) and any other is refused.
 func (b *batch) acquireInQuota(o *op) (result, error) {
