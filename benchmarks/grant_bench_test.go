@@ -11,7 +11,6 @@ import (
 	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/storage/memory"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
@@ -24,7 +23,7 @@ type backend struct {
 
 var backends = []backend{
 	// The ceiling without durability: a map and a mutex.
-	{"memory", func(b *testing.B) (lease.Store, func()) { return memory.New(), func() {} }},
+	{"memory", func(b *testing.B) (lease.Store, func()) { return newMemory(), func() {} }},
 	// The embedded store: a file, every grant committed with
 	// synchronous=FULL, concurrent grants group-committed.
 	{"sqlite", func(b *testing.B) (lease.Store, func()) {

@@ -16,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-kit/log"
-
 	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/httpapi"
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/memory"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
@@ -107,9 +106,12 @@ func openSQLiteAt(b *testing.B, path string, opts ...sqlite.Option) *sqlite.Stor
 // large enough for every benchmark client.
 func serveHTTP(b *testing.B, store *sqlite.Store, m *httpapi.Metrics) *httpapi.Client {
 	b.Helper()
-	h := httpapi.NewServer(store, httpapi.WithKV(store), httpapi.WithMetrics(m))
+	h, err := httpapi.NewServer(store, httpapi.WithKV(store), httpapi.WithMetrics(m))
+	if err != nil {
+		b.Fatal(err)
+	}
 	ts := httptest.NewUnstartedServer(h)
-	ts.Config = httpapi.NewHTTPServer(h, log.NewNopLogger())
+	ts.Config = h.HTTPServer()
 	ts.Start()
 	b.Cleanup(ts.Close)
 	tr := &http.Transport{MaxIdleConns: 2 * benchmarks.MaxClients, MaxIdleConnsPerHost: 2 * benchmarks.MaxClients}
@@ -170,4 +172,13 @@ func clientsName(n int) string { return fmt.Sprintf("clients=%d", n) }
 // request is an acquire of name by holder for benchTTL.
 func request(name, holder string) lease.AcquireRequest {
 	return lease.AcquireRequest{Name: name, Holder: holder, Owner: benchmarks.DefaultOwner, TTL: benchTTL}
+}
+
+// newMemory returns a new memory store. New with no options cannot fail.
+func newMemory() *memory.Store {
+	st, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	return st
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/storage/memory"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -24,7 +23,7 @@ func ctxT(t testing.TB) context.Context {
 func TestRunSweep(t *testing.T) {
 	var progress []string
 	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-		Store:    memory.New(),
+		Store:    newMemory(),
 		Clients:  []int{1, 3},
 		Duration: 30 * time.Millisecond,
 		Progress: func(p benchmarks.Progress) {
@@ -85,7 +84,7 @@ func TestRunMaxOps(t *testing.T) {
 	for _, w := range benchmarks.DefaultWorkloads {
 		t.Run(w, func(t *testing.T) {
 			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-				Store:     memory.New(),
+				Store:     newMemory(),
 				Clients:   []int{4},
 				Workloads: []string{w},
 				Duration:  time.Minute,
@@ -112,7 +111,7 @@ func (failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, erro
 
 func TestRunCountsErrors(t *testing.T) {
 	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-		Store:   failing{memory.New()},
+		Store:   failing{newMemory()},
 		Clients: []int{2},
 		// MaxOps ends the step (the failing store answers at once); the
 		// duration only has to outlast a slow start on a loaded machine.
@@ -133,7 +132,7 @@ func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	rows, err := benchmarks.Run(ctx, benchmarks.Config{
-		Store:    memory.New(),
+		Store:    newMemory(),
 		Clients:  []int{1, 2, 3},
 		Duration: 10 * time.Millisecond,
 		Progress: func(p benchmarks.Progress) {
@@ -158,13 +157,13 @@ func TestRunInvalid(t *testing.T) {
 		cfg  benchmarks.Config
 	}{
 		{"no store", benchmarks.Config{}},
-		{"zero clients", benchmarks.Config{Store: memory.New(), Clients: []int{0}}},
-		{"too many clients", benchmarks.Config{Store: memory.New(), Clients: []int{benchmarks.MaxClients + 1}}},
-		{"unknown workload", benchmarks.Config{Store: memory.New(), Workloads: []string{"warm"}}},
-		{"negative duration", benchmarks.Config{Store: memory.New(), Duration: -time.Second}},
-		{"negative max ops", benchmarks.Config{Store: memory.New(), MaxOps: -1}},
-		{"ttl too short", benchmarks.Config{Store: memory.New(), TTL: time.Millisecond}},
-		{"control character in prefix", benchmarks.Config{Store: memory.New(), Prefix: "a\nb"}},
+		{"zero clients", benchmarks.Config{Store: newMemory(), Clients: []int{0}}},
+		{"too many clients", benchmarks.Config{Store: newMemory(), Clients: []int{benchmarks.MaxClients + 1}}},
+		{"unknown workload", benchmarks.Config{Store: newMemory(), Workloads: []string{"warm"}}},
+		{"negative duration", benchmarks.Config{Store: newMemory(), Duration: -time.Second}},
+		{"negative max ops", benchmarks.Config{Store: newMemory(), MaxOps: -1}},
+		{"ttl too short", benchmarks.Config{Store: newMemory(), TTL: time.Millisecond}},
+		{"control character in prefix", benchmarks.Config{Store: newMemory(), Prefix: "a\nb"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			called := false
@@ -212,7 +211,7 @@ func TestRowJSON(t *testing.T) {
 func TestRunCleanup(t *testing.T) {
 	for _, cleanup := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleanup=%v", cleanup), func(t *testing.T) {
-			st := memory.New()
+			st := newMemory()
 			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
 				Store:     st,
 				Clients:   []int{2},

@@ -17,11 +17,11 @@ import (
 )
 
 // serveOn serves h on 127.0.0.1 with an http.Server made by tune from
-// NewHTTPServer's (a test lowers its timeouts), and returns the address.
+// h.HTTPServer's (a test lowers its timeouts), and returns the address.
 // Shutdown at the end of the test.
-func serveOn(t *testing.T, h http.Handler, tune func(*http.Server)) string {
+func serveOn(t *testing.T, h *httpapi.Server, tune func(*http.Server)) string {
 	t.Helper()
-	hs := httpapi.NewHTTPServer(h, nil)
+	hs := h.HTTPServer()
 	if tune != nil {
 		tune(hs)
 	}
@@ -183,7 +183,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 // so a slow client is cut off by default (the test above shows it works,
 // with a shorter one).
 func TestSlowlorisDefaultTimeout(t *testing.T) {
-	hs := httpapi.NewHTTPServer(http.NotFoundHandler(), nil)
+	hs := newEnv(t).srv.HTTPServer()
 	if hs.ReadHeaderTimeout <= 0 || hs.ReadHeaderTimeout > time.Minute {
 		t.Errorf("ReadHeaderTimeout = %v, want in (0, 1m]", hs.ReadHeaderTimeout)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
@@ -22,29 +23,14 @@ import (
 // without one answers it 403 forbidden. The admin token opens no other
 // route: it is not a client's token.
 
-// AdminOption is the admin token, for a Server (an Option) or a Client (a
-// ClientOption) alike.
-type AdminOption struct{ token string }
-
-// WithAdminToken sets the admin token. A Server then answers POST
+// WithAdminToken sets the admin token, for a Server or a Client. A Server then answers POST
 // /v1/revoke to requests that carry "Authorization: Bearer <tok>" (compared
 // in constant time), 401 to others; without it, revoke is 403 for everyone.
 // A Client sends it, instead of its bearer token, on Revoke. The empty token
 // means none (the default). It must differ from the clients' token: a
 // Server given the same token for both refuses revokes (see
 // Server.AdminReady).
-func WithAdminToken(tok string) AdminOption { return AdminOption{token: tok} }
-
-func (o AdminOption) applyServer(s *Server) {
-	if o.token == "" {
-		s.admin = nil
-		return
-	}
-	sum := sha256.Sum256([]byte(o.token))
-	s.admin = &sum
-}
-
-func (o AdminOption) applyClient(c *Client) { c.admin = o.token }
+func WithAdminToken(tok string) Option { return func(c *config) { c.admin = tok } }
 
 // adminReady reports why revoke cannot be served, or nil: no admin token,
 // or one equal to the clients' token (then any client could revoke).
@@ -124,17 +110,8 @@ func decodeRevoke(r io.Reader) (lease.RevokeRequest, error) {
 	return req, nil
 }
 
-// eventJSON is one event of the history.
-type eventJSON struct {
-	Seq    uint64 `json:"seq"`
-	Time   string `json:"time"`
-	Kind   string `json:"kind"`
-	Name   string `json:"name"`
-	Token  uint64 `json:"token"`
-	Owner  string `json:"owner"`
-	Reason string `json:"reason,omitempty"`
-	By     string `json:"by,omitempty"`
-}
+// eventJSON is one event of the history (internal/wire).
+type eventJSON = wire.Event
 
 type historyJSON struct {
 	Events []eventJSON `json:"events"`
@@ -157,7 +134,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := historyJSON{Events: make([]eventJSON, 0, len(page.Events)), Next: page.Next}
 	for _, e := range page.Events {
-		out.Events = append(out.Events, eventToJSON(e))
+		out.Events = append(out.Events, wire.FromEvent(e))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -211,7 +188,8 @@ func historyQuery(raw string) (lease.HistoryRequest, error) {
 	return req, req.Validate()
 }
 
-func (j eventJSON) event() (lease.Event, error) {
+// eventOf reads an event off the wire.
+func eventOf(j eventJSON) (lease.Event, error) {
 	t, err := time.Parse(time.RFC3339Nano, j.Time)
 	if err != nil {
 		return lease.Event{}, fmt.Errorf("httpapi: bad event time %q: %w", j.Time, err)

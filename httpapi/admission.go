@@ -55,34 +55,33 @@ func (*tooManyRequestsError) Is(target error) bool { return target == lease.ErrU
 
 // WithMaxInFlight bounds the /v1/ requests the Server works on at once, long
 // polls aside (default DefaultMaxInFlight). A request over the bound is
-// answered 429 too_many_requests, with Retry-After: 1. n <= 0 means no bound.
+// answered 429 too_many_requests, with Retry-After: 1. 0 means no bound;
+// negative is lease.ErrInvalid from NewServer. A Server's option.
 func WithMaxInFlight(n int) Option {
-	return serverOption(func(s *Server) { s.admit.inFlight = newSlots(n) })
+	return serverOption("WithMaxInFlight", func(c *config) { c.inFlight = n })
 }
 
 // WithMaxWaiting bounds the acquires that wait server-side (wait_ms) at once
 // (default DefaultMaxWaiting). One more is answered 429 too_many_requests.
-// n <= 0 means no bound.
+// 0 means no bound; negative is lease.ErrInvalid from NewServer. A Server's
+// option.
 func WithMaxWaiting(n int) Option {
-	return serverOption(func(s *Server) { s.admit.waiting = newSlots(n) })
+	return serverOption("WithMaxWaiting", func(c *config) { c.waiting = n })
 }
 
 // WithMaxLists bounds the lists (GET /v1/leases) answered at once (default
 // DefaultMaxLists). A page of a list reads up to 10,000 rows: many at once
 // would take every read connection of the store and make point reads wait
 // behind them. More lists wait their turn, holding no in-flight slot, for up
-// to 10 s, then are answered 429 too_many_requests. n <= 0 means no bound.
+// to 10 s, then are answered 429 too_many_requests. 0 means no bound;
+// negative is lease.ErrInvalid from NewServer. A Server's option.
 func WithMaxLists(n int) Option {
-	return serverOption(func(s *Server) { s.lists = newSlots(n) })
+	return serverOption("WithMaxLists", func(c *config) { c.lists = n })
 }
 
 // admission holds the two limits. A nil slots is no limit.
 type admission struct {
 	inFlight, waiting slots
-}
-
-func defaultAdmission() admission {
-	return admission{inFlight: newSlots(DefaultMaxInFlight), waiting: newSlots(DefaultMaxWaiting)}
 }
 
 // slots is a counting semaphore that never blocks; nil has no limit.

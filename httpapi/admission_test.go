@@ -89,7 +89,7 @@ func newGatedEnv(t *testing.T, opts ...httpapi.Option) (*env, *gatedStore) {
 	clk := leasetest.NewClock()
 	st := mustOpenStore(t, clk)
 	g := newGatedStore(st)
-	srv := httpapi.NewServer(g, append([]httpapi.Option{httpapi.WithKV(st), httpapi.WithMaxLists(0)}, opts...)...)
+	srv := newServer(t, g, append([]httpapi.Option{httpapi.WithKV(st), httpapi.WithMaxLists(0)}, opts...)...)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(g.openForever) // first: ts.Close waits for the requests at the gate

@@ -21,7 +21,7 @@ import (
 //     stay under a budget (WithBodyBudget, DefaultBodyBudget). A body takes
 //     budget as its bytes arrive, so a slow sender holds only what it has
 //     sent. A body that would go over the budget is answered 429
-//     too_many_requests. Bodies past their first SmallBody bytes may use only
+//     too_many_requests. Bodies past their first smallBody bytes may use only
 //     three quarters of the budget: the last quarter is kept for small ones,
 //     so that large uploads cannot crowd out leases' JSON requests.
 
@@ -34,30 +34,32 @@ const (
 	// DefaultBodyBudget bounds the bytes of request bodies held at once.
 	DefaultBodyBudget = 32 << 20
 
-	// SmallBody is the size up to which a body may use the whole budget.
-	SmallBody = 64 << 10
+	// smallBody is the size up to which a body may use the whole budget.
+	smallBody = 64 << 10
 )
 
 // WithBodyTimeout sets the time a request has to send its body once its
 // headers are in (default DefaultBodyTimeout); a body that is not complete
-// by then is answered 400 and the connection closed. d <= 0 means no timeout
-// of its own (the http.Server's ReadTimeout still applies).
+// by then is answered 400 and the connection closed. 0 means no timeout of
+// its own (the http.Server's ReadTimeout still applies); negative is
+// lease.ErrInvalid from NewServer. A Server's option.
 func WithBodyTimeout(d time.Duration) Option {
-	return serverOption(func(s *Server) { s.bodyTimeout = d })
+	return serverOption("WithBodyTimeout", func(c *config) { c.bodyTimeout = d })
 }
 
 // WithBodyBudget bounds the bytes of request bodies being read or worked on
 // at once (default DefaultBodyBudget); a body that would go over it is
-// answered 429 too_many_requests. n <= 0 means no bound.
+// answered 429 too_many_requests. 0 means no bound; negative is
+// lease.ErrInvalid from NewServer. A Server's option.
 func WithBodyBudget(n int64) Option {
-	return serverOption(func(s *Server) { s.bodies = newBudget(n) })
+	return serverOption("WithBodyBudget", func(c *config) { c.bodyBudget = n })
 }
 
 // budget counts bytes of bodies held; a max of 0 is no bound.
 type budget struct {
 	mu         sync.Mutex
 	used, max  int64
-	largeLimit int64 // what bodies past SmallBody may use
+	largeLimit int64 // what bodies past smallBody may use
 }
 
 func newBudget(n int64) *budget {
@@ -74,7 +76,7 @@ func (b *budget) take(n, total int64) bool {
 		return true
 	}
 	limit := b.max
-	if total > SmallBody {
+	if total > smallBody {
 		limit = b.largeLimit
 	}
 	b.mu.Lock()

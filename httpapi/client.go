@@ -14,19 +14,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
 )
 
-// Client is a lease.Store on a picket server, and a KV for its fenced values.
+// Client is a lease.Store on a picket server, and a lease.KV for its fenced values.
 // Errors come back as they would from an embedded store (see Error). A Client
 // is safe for concurrent use.
 type Client struct {
-	base  string // the server's URL without a trailing slash
-	hc    *http.Client
-	auth  string
-	admin string // admin.go: sent on Revoke only
+	base   string // the server's URL without a trailing slash
+	hc     *http.Client
+	auth   string
+	admin  string // admin.go: sent on Revoke only
+	logger log.Logger
 }
 
 var (
@@ -35,25 +39,24 @@ var (
 	_ lease.HealthChecker = (*Client)(nil)
 )
 
-// ClientOption configures a Client.
-type ClientOption interface{ applyClient(*Client) }
-
-type clientOption func(*Client)
-
-func (f clientOption) applyClient(c *Client) { f(c) }
-
-// WithHTTPClient sends requests with hc instead of a new http.Client. Leave
-// hc.Timeout zero or longer than lease.MaxWait: a request's context already
-// bounds it, long polls included.
-func WithHTTPClient(hc *http.Client) ClientOption {
-	return clientOption(func(c *Client) { c.hc = hc })
+// WithHTTPClient sends requests with hc instead of a new http.Client (also
+// for a nil hc). Leave hc.Timeout zero or longer than lease.MaxWait: a
+// request's context already bounds it, long polls included. A Client's
+// option.
+func WithHTTPClient(hc *http.Client) Option {
+	return clientOption("WithHTTPClient", func(c *config) { c.hc = hc })
 }
 
 // NewClient returns a Client for the server at baseURL ("http://host:port",
 // or with a path prefix behind a proxy). With WithAuthToken it sends the
 // bearer token. Errors: one matching lease.ErrInvalid for a URL that is not
-// absolute http or https.
-func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
+// absolute http or https, or for an option out of range or a Server's
+// option (WithKV, say).
+func NewClient(baseURL string, opts ...Option) (*Client, error) {
+	cfg, err := clientConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: new client: %w", err)
+	}
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w: server URL: %v", lease.ErrInvalid, err)
@@ -61,11 +64,8 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("httpapi: %w: server URL %q is not http(s)://host[:port][/path]", lease.ErrInvalid, baseURL)
 	}
-	c := &Client{base: strings.TrimSuffix(u.String(), "/"), hc: &http.Client{}}
-	for _, o := range opts {
-		o.applyClient(c)
-	}
-	return c, nil
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: cfg.hc, auth: cfg.auth, admin: cfg.admin,
+		logger: cfg.logger}, nil
 }
 
 // Acquire asks the server for the lease (POST /v1/acquire); req.Wait becomes
@@ -90,7 +90,7 @@ func (c *Client) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 	if err := c.call(ctx, "acquire", subject{name: req.Name}, "/v1/acquire", body, &g); err != nil {
 		return lease.Grant{}, err
 	}
-	return g.grant()
+	return grantOf(g)
 }
 
 // Renew extends the lease (POST /v1/renew); a zero req.TTL keeps the lease's
@@ -110,7 +110,7 @@ func (c *Client) Renew(ctx context.Context, req lease.RenewRequest) (lease.Grant
 	if err := c.call(ctx, "renew", subject{name: name, tok: tok}, "/v1/renew", body, &g); err != nil {
 		return lease.Grant{}, err
 	}
-	return g.grant()
+	return grantOf(g)
 }
 
 // Release frees the lease (POST /v1/release). Errors: lease.ErrInvalid,
@@ -143,7 +143,7 @@ func (c *Client) Get(ctx context.Context, name string) (lease.Info, error) {
 	if err := c.call(ctx, "get", subject{name: name}, "/v1/leases/"+escapeName(name), nil, &i); err != nil {
 		return lease.Info{}, err
 	}
-	return i.info()
+	return infoOf(i)
 }
 
 // List returns one page of the live leases whose names start with
@@ -174,7 +174,7 @@ func (c *Client) List(ctx context.Context, req lease.ListRequest) (lease.ListPag
 	}
 	page := lease.ListPage{Leases: make([]lease.Info, 0, len(out.Leases)), Next: out.Next}
 	for _, j := range out.Leases {
-		i, err := j.info()
+		i, err := infoOf(j)
 		if err != nil {
 			return lease.ListPage{}, err
 		}
@@ -298,6 +298,7 @@ func (c *Client) send(ctx context.Context, op string, sub subject, method, path,
 		} else {
 			err = fmt.Errorf("httpapi: %s: %w: %w", sub.what(op), lease.ErrUnavailable, err)
 		}
+		level.Debug(c.logger).Log("msg", "no answer from the server", "op", op, "err", err)
 		if method != http.MethodGet && !notSent(err) {
 			// A write that may have reached the server, which may have
 			// done it: only a new request can tell.

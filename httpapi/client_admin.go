@@ -40,7 +40,7 @@ func (c *Client) Revoke(ctx context.Context, req lease.RevokeRequest) (lease.Inf
 	if !out.Revoked {
 		return lease.Info{}, fmt.Errorf("httpapi: revoke %q: the server answered 200 without \"revoked\": true", req.Name)
 	}
-	return out.infoJSON.info()
+	return infoOf(out.infoJSON)
 }
 
 // History reads one page of the server's history (GET /v1/history).
@@ -76,7 +76,7 @@ func (c *Client) History(ctx context.Context, req lease.HistoryRequest) (lease.H
 	}
 	page := lease.HistoryPage{Events: make([]lease.Event, 0, len(out.Events)), Next: out.Next}
 	for _, j := range out.Events {
-		e, err := j.event()
+		e, err := eventOf(j)
 		if err != nil {
 			return lease.HistoryPage{}, err
 		}

@@ -73,7 +73,7 @@
 // (body.go), within a body timeout (WithBodyTimeout) and a budget of bytes
 // for all bodies held at once (WithBodyBudget, 429 beyond it), so slow
 // senders hold no slot and cannot make the server hold much memory.
-// NewHTTPServer sets the http.Server timeouts, so a client that sends its
+// Server.HTTPServer sets the http.Server timeouts, so a client that sends its
 // headers a byte at a time is cut off too; a long poll extends its own
 // connection's deadlines.
 //
@@ -89,11 +89,16 @@
 //
 // # Wiring
 //
+// NewServer and NewClient take the same Option type: WithAuthToken,
+// WithAdminToken and WithLogger configure either side; the others belong to
+// one side, and the other side's constructor refuses them with
+// lease.ErrInvalid.
+//
 //	m := httpapi.NewMetrics()
 //	st, err := sqlite.Open(path, sqlite.WithBatchHook(m.ObserveBatch))
-//	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(m),
+//	srv, err := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(m),
 //		httpapi.WithAuthToken(tok), httpapi.WithLogger(logger))
-//	hs := httpapi.NewHTTPServer(srv, logger) // Shutdown also ends long polls (Drain)
+//	hs := srv.HTTPServer() // Shutdown also ends long polls (Drain)
 //	ln, err := net.Listen("tcp", addr)
 //	err = hs.Serve(ln) // and hs.Shutdown(ctx) on a signal, then st.Close()
 package httpapi

@@ -61,7 +61,7 @@ func TestErrorTable(t *testing.T) {
 		{"anything else", errors.New("disk on fire"), 500, "internal", httpapi.ErrInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := httptest.NewServer(httpapi.NewServer(failing{tc.err}, httpapi.WithKV(failing{tc.err})))
+			ts := httptest.NewServer(newServer(t, failing{tc.err}, httpapi.WithKV(failing{tc.err})))
 			defer ts.Close()
 			c, err := httpapi.NewClient(ts.URL)
 			if err != nil {

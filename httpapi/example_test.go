@@ -35,8 +35,12 @@ func Example() {
 		return
 	}
 	defer st.Close() // last: after the HTTP server has stopped
-	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(m), httpapi.WithAuthToken("s3cret"))
-	hs := httpapi.NewHTTPServer(srv, nil)
+	srv, err := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(m), httpapi.WithAuthToken("s3cret"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // listen first: a bind error comes back at once
 	if err != nil {
 		fmt.Println(err)
@@ -54,7 +58,11 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	mgr := lease.NewManager(c, lease.WithOwner("example"))
+	mgr, err := lease.NewManager(c, lease.WithOwner("example"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	first, err := mgr.TryAcquire(ctx, "jobs/report", 10*time.Second)
 	if err != nil {
 		fmt.Println(err)

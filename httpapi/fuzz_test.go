@@ -170,8 +170,8 @@ func FuzzHandler(f *testing.F) {
 
 	clk := leasetest.NewClock()
 	st := mustOpenStore(f, clk)
-	open := httpapi.NewServer(noWait{st}, httpapi.WithKV(st))
-	closed := httpapi.NewServer(noWait{st}, httpapi.WithKV(st), httpapi.WithAuthToken("tok"))
+	open := newServer(f, noWait{st}, httpapi.WithKV(st))
+	closed := newServer(f, noWait{st}, httpapi.WithKV(st), httpapi.WithAuthToken("tok"))
 
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, fencing, auth string, authOn bool) {
 		if !isToken(method) || len(target) == 0 {

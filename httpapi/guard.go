@@ -49,11 +49,11 @@ var ErrUnsupportedMediaType = errors.New("httpapi: unsupported media type")
 // them; "*" allows every origin). By default a request with any Origin
 // header is answered 403 forbidden. Allowing an origin does not answer CORS
 // preflights: a page of that origin can send what a browser sends without
-// one.
+// one. A Server's option.
 func WithAllowedOrigins(origins ...string) Option {
-	return serverOption(func(s *Server) {
+	return serverOption("WithAllowedOrigins", func(c *config) {
 		for _, o := range origins {
-			s.origins = append(s.origins, strings.ToLower(strings.TrimSuffix(o, "/")))
+			c.origins = append(c.origins, strings.ToLower(strings.TrimSuffix(o, "/")))
 		}
 	})
 }
@@ -62,10 +62,11 @@ func WithAllowedOrigins(origins ...string) Option {
 // these hosts in their Host header, on any port ("locks.internal"; "*"
 // allows every host). By default such requests must name loopback:
 // localhost, a name under .localhost, an address in 127.0.0.0/8, or [::1].
+// A Server's option.
 func WithAllowedHosts(hosts ...string) Option {
-	return serverOption(func(s *Server) {
+	return serverOption("WithAllowedHosts", func(c *config) {
 		for _, h := range hosts {
-			s.hosts = append(s.hosts, strings.ToLower(strings.TrimSuffix(h, ".")))
+			c.hosts = append(c.hosts, strings.ToLower(strings.TrimSuffix(h, ".")))
 		}
 	})
 }

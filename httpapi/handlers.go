@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 )
@@ -75,7 +76,7 @@ var errDraining = fmt.Errorf("httpapi: %w: the server is shutting down; try agai
 // and makes later acquires answer without waiting, so that
 // http.Server.Shutdown, which waits for requests in flight, need not wait up
 // to a minute for long polls. Other requests are left to finish.
-// NewHTTPServer registers Drain with RegisterOnShutdown. Safe to call more
+// Server.HTTPServer registers Drain with RegisterOnShutdown. Safe to call more
 // than once.
 func (s *Server) Drain() { s.drainNow() }
 
@@ -157,7 +158,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	slices.SortFunc(page.Leases, func(a, b lease.Info) int { return strings.Compare(a.Name, b.Name) })
-	return writeJSON(w, http.StatusOK, listToJSON(page))
+	return writeJSON(w, http.StatusOK, wire.FromList(page))
 }
 
 // healthz answers GET /healthz: 200 {"status": "ok"} when the store answers,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -60,20 +61,31 @@ func newEnv(tb testing.TB, opts ...httpapi.Option) *env {
 	return serve(tb, clk, st, append([]httpapi.Option{httpapi.WithKV(st)}, opts...)...)
 }
 
+// newServer returns a Server over st; an error from NewServer fails the
+// test.
+func newServer(tb testing.TB, st lease.Store, opts ...httpapi.Option) *httpapi.Server {
+	tb.Helper()
+	srv, err := httpapi.NewServer(st, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv
+}
+
 // serve starts a server over st on 127.0.0.1, closed at the end of the test
 // (before the store, which was opened first).
 func serve(tb testing.TB, clk *leasetest.Clock, st *sqlite.Store, opts ...httpapi.Option) *env {
 	tb.Helper()
-	srv := httpapi.NewServer(st, opts...)
+	srv := newServer(tb, st, opts...)
 	ts := httptest.NewServer(recordExchanges(tb, srv))
 	tb.Cleanup(ts.Close)
 	return &env{clk: clk, store: st, srv: srv, ts: ts, url: ts.URL, hc: ts.Client()}
 }
 
 // client returns a Client for e's server.
-func (e *env) client(tb testing.TB, opts ...httpapi.ClientOption) *httpapi.Client {
+func (e *env) client(tb testing.TB, opts ...httpapi.Option) *httpapi.Client {
 	tb.Helper()
-	c, err := httpapi.NewClient(e.url, append([]httpapi.ClientOption{httpapi.WithHTTPClient(e.hc)}, opts...)...)
+	c, err := httpapi.NewClient(e.url, append([]httpapi.Option{httpapi.WithHTTPClient(e.hc)}, opts...)...)
 	if err != nil {
 		tb.Fatalf("NewClient(%q): %v", e.url, err)
 	}

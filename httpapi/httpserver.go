@@ -11,7 +11,7 @@ import (
 	"github.com/picketlock/picket/lease"
 )
 
-// Defaults for the *http.Server that NewHTTPServer returns.
+// Defaults for the *http.Server that Server.HTTPServer returns.
 const (
 	// DefaultReadHeaderTimeout bounds reading a request's headers.
 	DefaultReadHeaderTimeout = 10 * time.Second
@@ -32,27 +32,22 @@ const (
 	DefaultMaxHeaderBytes = 64 << 10
 )
 
-// NewHTTPServer returns an *http.Server for h (usually a *Server) with every
-// timeout set (the Default* constants) and the server's own errors logged to
-// logger at level warn (nil: not logged). If h is a *Server, its Drain is
-// registered to run when Shutdown starts, so long polls end at once. Addr is
-// left empty: listen first with net.Listen, so a bind error comes back at
-// once, then call Serve.
-func NewHTTPServer(h http.Handler, logger log.Logger) *http.Server {
-	if logger == nil {
-		logger = log.NewNopLogger()
-	}
+// HTTPServer returns an *http.Server for s with every timeout set (the
+// Default* constants) and its own errors logged to the Server's logger
+// (WithLogger) at level warn. s.Drain is registered to run when Shutdown
+// starts, so long polls end at once. Addr is left empty: listen first with
+// net.Listen, so a bind error comes back at once, then call Serve. A caller
+// that wraps s in middleware sets Handler to the wrapper.
+func (s *Server) HTTPServer() *http.Server {
 	hs := &http.Server{
-		Handler:           h,
+		Handler:           s,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       DefaultReadTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
-		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Warn(logger)), "", 0),
+		ErrorLog:          stdlog.New(log.NewStdlibAdapter(level.Warn(s.logger)), "", 0),
 	}
-	if s, ok := h.(*Server); ok {
-		hs.RegisterOnShutdown(s.Drain)
-	}
+	hs.RegisterOnShutdown(s.Drain)
 	return hs
 }

@@ -11,11 +11,6 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// KV is lease.KV, the fenced key-value store a Server serves at /v1/kv/
-// (WithKV). It is an alias only while WithKV is declared with it: the
-// contract lives in package lease.
-type KV = lease.KV
-
 // kvPut answers PUT /v1/kv/{key...}: the body is the value, the
 // Fencing-Token header (required, at least 1) the writer's token.
 func (s *Server) kvPut(w http.ResponseWriter, r *http.Request) error {

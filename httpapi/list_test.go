@@ -132,7 +132,7 @@ func TestListsTakeTurns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := mustOpenStore(t, nil)
 			sl := &slowLists{Store: st}
-			srv := httpapi.NewServer(sl, tc.opts...)
+			srv := newServer(t, sl, tc.opts...)
 			e := &env{store: st, srv: srv, url: "http://" + serveOn(t, srv, nil),
 				hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100}}}
 			defer e.hc.CloseIdleConnections()

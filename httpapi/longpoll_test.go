@@ -82,7 +82,7 @@ func TestLongPollRunsOut(t *testing.T) {
 // http.Server's read and write timeouts, which would otherwise cancel it.
 func TestLongPollOutlastsTimeouts(t *testing.T) {
 	e := newEnv(t)
-	hs := httpapi.NewHTTPServer(e.srv, nil)
+	hs := e.srv.HTTPServer()
 	hs.ReadTimeout = 100 * time.Millisecond
 	hs.WriteTimeout = 100 * time.Millisecond
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -116,8 +116,8 @@ func TestLongPollOutlastsTimeouts(t *testing.T) {
 	}
 }
 
-func TestNewHTTPServer(t *testing.T) {
-	hs := httpapi.NewHTTPServer(http.NotFoundHandler(), nil)
+func TestHTTPServer(t *testing.T) {
+	hs := newEnv(t).srv.HTTPServer()
 	if hs.ReadHeaderTimeout <= 0 || hs.ReadTimeout <= 0 || hs.IdleTimeout <= 0 || hs.MaxHeaderBytes <= 0 {
 		t.Errorf("timeouts not all set: %+v", hs)
 	}
@@ -131,7 +131,7 @@ func TestNewHTTPServer(t *testing.T) {
 // wait.
 func TestShutdownEndsLongPolls(t *testing.T) {
 	e := newEnv(t)
-	hs := httpapi.NewHTTPServer(e.srv, nil)
+	hs := e.srv.HTTPServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func TestLockDelayMS(t *testing.T) {
 	}
 	// The Client sends it and the server passes it to the store.
 	rec := &recordingStore{Store: mustOpenStore(t, nil)}
-	ts := httptest.NewServer(httpapi.NewServer(rec))
+	ts := httptest.NewServer(newServer(t, rec))
 	defer ts.Close()
 	c, err := httpapi.NewClient(ts.URL)
 	if err != nil {

@@ -16,10 +16,11 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// newQuotaEnv serves a store with quota q (and the fenced KV) on 127.0.0.1.
-func newQuotaEnv(t *testing.T, q sqlite.Quota) *env {
+// newQuotaEnv serves a store with the quota options q (and the fenced KV)
+// on 127.0.0.1.
+func newQuotaEnv(t *testing.T, q ...sqlite.Option) *env {
 	t.Helper()
-	st := mustOpenStore(t, nil, sqlite.WithQuota(q))
+	st := mustOpenStore(t, nil, q...)
 	return serve(t, nil, st, httpapi.WithKV(st))
 }
 
@@ -33,14 +34,14 @@ func TestLeaseQuota(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		quota sqlite.Quota
+		quota []sqlite.Option
 		want  int // status of the fourth acquire
 	}{
-		{"quota 3", sqlite.Quota{MaxLeases: 3}, 507},
-		{"control: no quota", sqlite.Quota{}, 200},
+		{"quota 3", []sqlite.Option{sqlite.WithMaxLeases(3)}, 507},
+		{"control: no quota", nil, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newQuotaEnv(t, tc.quota)
+			e := newQuotaEnv(t, tc.quota...)
 			for i := range 3 {
 				if a := e.post(t, "/v1/acquire", acq(fmt.Sprint("n", i), "h")); a.status != 200 {
 					t.Fatalf("acquire %d: %d %s", i, a.status, a.body)
@@ -88,7 +89,7 @@ func TestLeaseQuota(t *testing.T) {
 // 5: exactly 5 are granted, since the check runs inside the write
 // transaction.
 func TestLeaseQuotaRace(t *testing.T) {
-	e := newQuotaEnv(t, sqlite.Quota{MaxLeases: 5})
+	e := newQuotaEnv(t, sqlite.WithMaxLeases(5))
 	c := e.client(t)
 	var (
 		wg              sync.WaitGroup
@@ -128,7 +129,7 @@ func TestKVQuota(t *testing.T) {
 		return e.do(t, http.MethodPut, "/v1/kv/"+key, value, http.Header{"Fencing-Token": {"1"}})
 	}
 	t.Run("keys", func(t *testing.T) {
-		e := newQuotaEnv(t, sqlite.Quota{MaxKVKeys: 2})
+		e := newQuotaEnv(t, sqlite.WithMaxKVKeys(2))
 		mint(t, e, 1)
 		for _, k := range []string{"k1", "k2"} {
 			if a := put(e, k, "v"); a.status != 200 {
@@ -155,7 +156,7 @@ func TestKVQuota(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		e := newQuotaEnv(t, sqlite.Quota{MaxKVBytes: 100})
+		e := newQuotaEnv(t, sqlite.WithMaxKVBytes(100))
 		mint(t, e, 1)
 		if a := put(e, "k", strings.Repeat("v", 90)); a.status != 200 { // 1 + 90 bytes
 			t.Fatalf("put: %d %s", a.status, a.body)
@@ -181,7 +182,7 @@ func TestKVQuota(t *testing.T) {
 		}
 	})
 	t.Run("control: no quota", func(t *testing.T) {
-		e := newQuotaEnv(t, sqlite.Quota{})
+		e := newQuotaEnv(t)
 		mint(t, e, 1)
 		for i := range 5 {
 			if a := put(e, fmt.Sprint("k", i), strings.Repeat("v", 1000)); a.status != 200 {

@@ -21,12 +21,12 @@ import (
 )
 
 // Server serves HTTP API v1 over a lease.Store and, optionally, a fenced KV.
-// It is an http.Handler; NewHTTPServer wraps it in an *http.Server with the
+// It is an http.Handler; its HTTPServer method wraps it in an *http.Server with the
 // timeouts it needs. A Server holds no goroutines and needs no closing; the
 // store stays the caller's to close.
 type Server struct {
 	store   lease.Store
-	kv      KV
+	kv      lease.KV
 	health  func(context.Context) error
 	auth    *[sha256.Size]byte // SHA-256 of the bearer token; nil: no auth
 	admin   *[sha256.Size]byte // SHA-256 of the admin token (admin.go); nil: no revokes
@@ -51,20 +51,33 @@ type Server struct {
 
 // NewServer returns a Server over store. If store implements lease.HealthChecker,
 // GET /healthz asks it; otherwise it answers 200 when a Get on the store
-// answers.
-func NewServer(store lease.Store, opts ...Option) *Server {
+// answers. Errors: one matching lease.ErrInvalid for a nil store, an option
+// out of range or a Client's option (WithHTTPClient); nothing is started
+// either way.
+func NewServer(store lease.Store, opts ...Option) (*Server, error) {
+	if store == nil {
+		return nil, fmt.Errorf("httpapi: new server: %w: store is nil", lease.ErrInvalid)
+	}
+	cfg, err := serverConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: new server: %w", err)
+	}
 	s := &Server{
 		store:       store,
-		logger:      log.NewNopLogger(),
-		admit:       defaultAdmission(),
-		lists:       newSlots(DefaultMaxLists),
-		bodies:      newBudget(DefaultBodyBudget),
-		bodyTimeout: DefaultBodyTimeout,
+		kv:          cfg.kv,
+		auth:        tokenSum(cfg.auth),
+		admin:       tokenSum(cfg.admin),
+		logger:      cfg.logger,
+		metrics:     cfg.metrics,
+		admit:       admission{inFlight: newSlots(cfg.inFlight), waiting: newSlots(cfg.waiting)},
+		lists:       newSlots(cfg.lists),
+		bodies:      newBudget(cfg.bodyBudget),
+		bodyTimeout: cfg.bodyTimeout,
+		origins:     cfg.origins,
+		hosts:       cfg.hosts,
+		noUI:        cfg.noUI,
 	}
 	s.draining, s.drainNow = context.WithCancel(context.Background())
-	for _, o := range opts {
-		o.applyServer(s)
-	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -76,7 +89,7 @@ func NewServer(store lease.Store, opts ...Option) *Server {
 	s.metrics.health.Store(&s.health)
 	s.metrics.bodies.Store(s.bodies)
 	s.routes()
-	return s
+	return s, nil
 }
 
 // Metrics returns the server's metrics.

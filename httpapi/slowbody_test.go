@@ -31,7 +31,7 @@ func TestSlowBodies(t *testing.T) {
 		window      = 5 * time.Second // a slow client gives up after this
 	)
 	e := newEnv(t, httpapi.WithMaxInFlight(inFlight), httpapi.WithBodyTimeout(bodyTimeout))
-	addr := serveOn(t, e.srv, nil) // NewHTTPServer's defaults: 30 s ReadTimeout
+	addr := serveOn(t, e.srv, nil) // Server.HTTPServer's defaults: 30 s ReadTimeout
 	e.url = "http://" + addr
 	e.hc = &http.Client{}
 

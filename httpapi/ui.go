@@ -50,8 +50,11 @@ var uiStyle = func() []byte {
 }()
 
 // WithStatusPage serves the status page under /ui (on is the default);
-// off, its paths are unknown paths like any other (401 or 404).
-func WithStatusPage(on bool) Option { return serverOption(func(s *Server) { s.noUI = !on }) }
+// off, its paths are unknown paths like any other (401 or 404). A Server's
+// option.
+func WithStatusPage(on bool) Option {
+	return serverOption("WithStatusPage", func(c *config) { c.noUI = !on })
+}
 
 // uiRoutes registers the page's routes. They sit behind the same guard as
 // the API (Origin and Host checks, in ServeHTTP) and their own sign-in.

@@ -33,7 +33,7 @@ func TestUIBrowser(t *testing.T) {
 	st := mustOpenStore(t, nil) // the real clock: the page shows real time left
 	metrics := httpapi.NewMetrics()
 	metrics.WatchStore(st)
-	srv := httpapi.NewServer(st, httpapi.WithKV(st), httpapi.WithMetrics(metrics),
+	srv := newServer(t, st, httpapi.WithKV(st), httpapi.WithMetrics(metrics),
 		httpapi.WithAuthToken(uiAPIToken), httpapi.WithAdminToken(uiAdminToken))
 	ts := httptest.NewServer(srv)
 	defer ts.Close()

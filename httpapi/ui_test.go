@@ -37,7 +37,7 @@ func newUIEnv(t *testing.T, opts ...httpapi.Option) *uiEnv {
 	t.Helper()
 	clk := leasetest.NewClock()
 	st := mustOpenStore(t, clk)
-	srv := httpapi.NewServer(st, append([]httpapi.Option{httpapi.WithKV(st)}, opts...)...)
+	srv := newServer(t, st, append([]httpapi.Option{httpapi.WithKV(st)}, opts...)...)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	jar, err := cookiejar.New(nil)
@@ -357,7 +357,7 @@ var _ lease.WaitCounter = (*sqlite.Store)(nil)
 // origin is its https:// one (the http:// one is refused).
 func TestUITLS(t *testing.T) {
 	st := mustOpenStore(t, leasetest.NewClock())
-	ts := httptest.NewTLSServer(httpapi.NewServer(st, httpapi.WithAuthToken(uiAPIToken)))
+	ts := httptest.NewTLSServer(newServer(t, st, httpapi.WithAuthToken(uiAPIToken)))
 	defer ts.Close()
 	c := ts.Client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -2,15 +2,14 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
@@ -31,27 +30,13 @@ import (
 // The cursor is opaque to clients: today "h" or "f" (held or free), the
 // token and the store's Rev, joined by dots.
 
-// stateJSON is a watch's answer.
-type stateJSON struct {
-	Name      string `json:"name"`
-	Held      bool   `json:"held"`
-	Owner     string `json:"owner,omitempty"`
-	Token     uint64 `json:"token"`
-	TTLMS     int64  `json:"ttl_ms,omitempty"`
-	ExpiresAt string `json:"expires_at,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Cursor    string `json:"cursor"`
-}
+// stateJSON is a watch's answer (internal/wire).
+type stateJSON = wire.State
 
-func stateToJSON(st lease.State) stateJSON {
-	j := stateJSON{Name: st.Name, Held: st.Held, Token: uint64(st.Token), Reason: st.Reason, Cursor: formatCursor(st)}
-	if st.Held {
-		j.Owner, j.TTLMS, j.ExpiresAt = st.Owner, st.TTL.Milliseconds(), formatTime(st.Expires)
-	}
-	return j
-}
+func stateToJSON(st lease.State) stateJSON { return wire.FromState(st) }
 
-func (j stateJSON) state() (lease.State, error) {
+// stateOf reads a state off the wire.
+func stateOf(j stateJSON) (lease.State, error) {
 	st, err := parseCursor(j.Name, j.Cursor)
 	if err != nil {
 		return lease.State{}, err
@@ -67,15 +52,6 @@ func (j stateJSON) state() (lease.State, error) {
 		}
 	}
 	return st, nil
-}
-
-// formatCursor is the cursor of st: what Same compares.
-func formatCursor(st lease.State) string {
-	h := "f"
-	if st.Held {
-		h = "h"
-	}
-	return h + "." + strconv.FormatUint(uint64(st.Token), 10) + "." + strconv.FormatUint(st.Rev, 10)
 }
 
 // parseCursor is the state of name a cursor names (Held, Token, Rev).
@@ -195,7 +171,7 @@ func (c *Client) Watch(ctx context.Context, name string, after lease.State) (lea
 	}
 	q := url.Values{}
 	if after.Name != "" {
-		q.Set("after", formatCursor(after))
+		q.Set("after", wire.Cursor(after))
 		q.Set("wait", lease.MaxWait.String())
 	} else {
 		q.Set("wait", "0s")
@@ -206,7 +182,7 @@ func (c *Client) Watch(ctx context.Context, name string, after lease.State) (lea
 		if err := c.call(ctx, "watch", subject{name: name}, path, nil, &j); err != nil {
 			return lease.State{}, err
 		}
-		st, err := j.state()
+		st, err := stateOf(j)
 		if err != nil {
 			return lease.State{}, fmt.Errorf("httpapi: watch %q: bad answer from the server: %w", name, err)
 		}
@@ -220,10 +196,4 @@ func (c *Client) Watch(ctx context.Context, name string, after lease.State) (lea
 			return lease.State{}, fmt.Errorf("httpapi: watch %q: %w", name, err)
 		}
 	}
-}
-
-// EncodeState writes st as HTTP API v1's watch state (GET
-// /v1/leases/{name}?wait=&after=), on one line: picket watch -json.
-func EncodeState(w io.Writer, st lease.State) error {
-	return json.NewEncoder(w).Encode(stateToJSON(st))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
@@ -12,29 +13,13 @@ import (
 // stay below 2^53, so every language reads them exactly); uint64 rather than
 // token.Token keeps it so whatever methods Token grows.
 
-// grantJSON is a grant as its holder sees it.
-type grantJSON struct {
-	Name      string `json:"name"`
-	Holder    string `json:"holder"`
-	Owner     string `json:"owner"`
-	Token     uint64 `json:"token"`
-	TTLMS     int64  `json:"ttl_ms"`
-	ExpiresAt string `json:"expires_at"`
-}
-
-// infoJSON is the public view of a lease: never the holder.
-type infoJSON struct {
-	Name      string `json:"name"`
-	Owner     string `json:"owner"`
-	Token     uint64 `json:"token"`
-	TTLMS     int64  `json:"ttl_ms"`
-	ExpiresAt string `json:"expires_at"`
-}
-
-type listJSON struct {
-	Leases []infoJSON `json:"leases"`
-	Next   string     `json:"next,omitempty"`
-}
+// The lease objects' shapes live in internal/wire, which the picket
+// command prints with too.
+type (
+	grantJSON = wire.Grant
+	infoJSON  = wire.Info
+	listJSON  = wire.List
+)
 
 type releasedJSON struct {
 	Released bool `json:"released"`
@@ -71,9 +56,8 @@ type errorJSON struct {
 	RevokedAt    string `json:"revoked_at,omitempty"`
 }
 
-// formatTime renders a deadline for the wire: RFC 3339 in UTC, with as many
-// fractional digits as it needs.
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// formatTime renders a deadline for the wire (wire.FormatTime).
+func formatTime(t time.Time) string { return wire.FormatTime(t) }
 
 func parseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -83,28 +67,12 @@ func parseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-func grantToJSON(g lease.Grant) grantJSON {
-	return grantJSON{
-		Name:      g.Name,
-		Holder:    g.Holder,
-		Owner:     g.Owner,
-		Token:     uint64(g.Token),
-		TTLMS:     g.TTL.Milliseconds(),
-		ExpiresAt: formatTime(g.Expires),
-	}
-}
+func grantToJSON(g lease.Grant) grantJSON { return wire.FromGrant(g) }
 
-func infoToJSON(i lease.Info) infoJSON {
-	return infoJSON{
-		Name:      i.Name,
-		Owner:     i.Owner,
-		Token:     uint64(i.Token),
-		TTLMS:     i.TTL.Milliseconds(),
-		ExpiresAt: formatTime(i.Expires),
-	}
-}
+func infoToJSON(i lease.Info) infoJSON { return wire.FromInfo(i) }
 
-func (g grantJSON) grant() (lease.Grant, error) {
+// grantOf reads a grant off the wire.
+func grantOf(g grantJSON) (lease.Grant, error) {
 	exp, err := parseTime(g.ExpiresAt)
 	if err != nil {
 		return lease.Grant{}, err
@@ -119,7 +87,8 @@ func (g grantJSON) grant() (lease.Grant, error) {
 	}, nil
 }
 
-func (i infoJSON) info() (lease.Info, error) {
+// infoOf reads an info off the wire.
+func infoOf(i infoJSON) (lease.Info, error) {
 	exp, err := parseTime(i.ExpiresAt)
 	if err != nil {
 		return lease.Info{}, err

@@ -30,7 +30,7 @@ func TestAcquireWait(t *testing.T) {
 					ctx, cancel = context.WithTimeout(t.Context(), tc.timeout)
 				}
 				defer cancel()
-				if _, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(ctx, "wait/a", time.Second); err != nil {
+				if _, err := manager(t, st, lease.WithClock(lease.GoClock())).Acquire(ctx, "wait/a", time.Second); err != nil {
 					t.Fatal(err)
 				}
 				if got := st.acquireCalls()[0].req.Wait; got != tc.want {
@@ -52,7 +52,7 @@ func TestAcquireRetries(t *testing.T) {
 			}
 			return nil
 		}
-		m := lease.NewManager(st, lease.WithClock(lease.GoClock()), lease.WithBackoff(10*time.Millisecond, 80*time.Millisecond))
+		m := manager(t, st, lease.WithClock(lease.GoClock()), lease.WithBackoff(10*time.Millisecond, 80*time.Millisecond))
 		l, err := m.Acquire(t.Context(), "retry/a", time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +83,7 @@ func TestAcquireOtherErrorsFailFast(t *testing.T) {
 	st.acquireErr = func(int, lease.AcquireRequest) error { return refused }
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	_, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(ctx, "other/a", time.Second)
+	_, err := manager(t, st, lease.WithClock(lease.GoClock())).Acquire(ctx, "other/a", time.Second)
 	if !errors.Is(err, refused) || ctx.Err() != nil {
 		t.Errorf("Acquire = %v (context: %v), want the store's error at once", err, ctx.Err())
 	}
@@ -103,7 +103,7 @@ func TestAcquireNeverSpins(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		_, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(ctx, "spin/a", time.Second)
+		_, err := manager(t, st, lease.WithClock(lease.GoClock())).Acquire(ctx, "spin/a", time.Second)
 		var held *lease.HeldError
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || held.Owner != "someone" {
 			t.Errorf("Acquire = %v, want DeadlineExceeded and the *HeldError", err)
@@ -126,7 +126,7 @@ func TestAcquireNeverSpins(t *testing.T) {
 func TestAcquireWokenByRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newSpy()
-		m := lease.NewManager(st, lease.WithClock(lease.GoClock()))
+		m := manager(t, st, lease.WithClock(lease.GoClock()))
 		first, err := m.TryAcquire(t.Context(), "woken/a", time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -170,7 +170,7 @@ func TestAcquireLateGrant(t *testing.T) {
 			}
 			return 0
 		}
-		l, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(t.Context(), "late/a", time.Second)
+		l, err := manager(t, st, lease.WithClock(lease.GoClock())).Acquire(t.Context(), "late/a", time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestAcquireGivesUpLateGrant(t *testing.T) {
 		st.acquireDelay = func(int, lease.AcquireRequest) time.Duration { return 800 * time.Millisecond }
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		_, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(ctx, "late/b", time.Second)
+		_, err := manager(t, st, lease.WithClock(lease.GoClock())).Acquire(ctx, "late/b", time.Second)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Acquire = %v, want DeadlineExceeded", err)
 		}

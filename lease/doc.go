@@ -47,7 +47,10 @@
 // httpapi.Client, storage/memory for tests); every store passes the suite in
 // lease/leasetest. A Manager acquires leases from a Store:
 //
-//	m := lease.NewManager(store, lease.WithOwner("billing-cron"))
+//	m, err := lease.NewManager(store, lease.WithOwner("billing-cron"))
+//	if err != nil {
+//		return err // ErrInvalid: a nil store or a bad option
+//	}
 //	l, err := m.Acquire(ctx, "jobs/daily-report", 30*time.Second) // waits
 //	if err != nil {
 //		return err
@@ -60,7 +63,10 @@
 // the owner and the expiry) when someone else holds the name. Acquire waits
 // for it as long as its context allows.
 //
-// Each acquire call uses a fresh holder secret unless WithHolder fixes one.
+// Each acquire call uses a fresh holder secret unless the call's WithHolder
+// option gives one (to resume a lease after a restart, say). A call can
+// also set its own lock-delay (WithLockDelay) and owner label
+// (WithAcquireOwner); the Manager's options (Option) hold for every call.
 // That is what makes a shared Manager a lock between goroutines: a store
 // gives the same holder its grant back (so a retry after a lost answer is
 // safe), so two goroutines using one holder would both "hold" the name.
@@ -84,8 +90,12 @@
 // presents its term with every write, so a leader deposed while paused is
 // refused where the data lives:
 //
-//	e := lease.NewElection(lease.NewManager(store), "billing/leader", 15*time.Second)
-//	err := e.Run(ctx, "10.0.0.7:8080", lease.Callbacks{
+//	m, err := lease.NewManager(store)
+//	if err != nil {
+//		return err
+//	}
+//	e := lease.NewElection(m, "billing/leader", 15*time.Second)
+//	err = e.Run(ctx, "10.0.0.7:8080", lease.Callbacks{
 //		OnStartedLeading: func(ctx context.Context, t *lease.Term) {
 //			lead(ctx, t.Token()) // until ctx ends; every write carries t.Token()
 //		},

@@ -78,15 +78,11 @@ func leaderOf(s State) Leader {
 // whatever Manager.Acquire returns; when ctx ends first, an error matching
 // ctx's cause.
 func (e *Election) Campaign(ctx context.Context, value string) (*Term, error) {
-	req, err := e.m.request(e.name, e.ttl)
-	if err == nil && value != "" {
-		req.Owner = value
-		err = req.Validate()
-	}
+	req, own, err := e.m.request(e.name, e.ttl, []AcquireOption{WithAcquireOwner(value)})
 	if err != nil {
 		return nil, fmt.Errorf("campaign %q: %w", e.name, err)
 	}
-	l, err := e.m.acquire(ctx, req)
+	l, err := e.m.acquire(ctx, req, own)
 	if err != nil {
 		return nil, fmt.Errorf("campaign %q: %w", e.name, err)
 	}

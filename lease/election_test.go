@@ -65,8 +65,8 @@ func (ev *runEvents) callbacks() lease.Callbacks {
 // campaigns again, and resigns when its context ends.
 func TestElectionRunLoss(t *testing.T) {
 	clk := leasetest.NewClock()
-	store := memory.New(memory.WithClock(clk))
-	e := lease.NewElection(lease.NewManager(store, lease.WithClock(clk)), "svc/leader", 10*time.Second)
+	store := newMemory(t, memory.WithClock(clk))
+	e := lease.NewElection(manager(t, store, lease.WithClock(clk)), "svc/leader", 10*time.Second)
 	ev := newRunEvents()
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
@@ -106,9 +106,9 @@ func TestElectionRunLoss(t *testing.T) {
 // TestElectionObserve: followers see each term, in order, with the value
 // the leader published; Leader says who leads now or ErrNotFound.
 func TestElectionObserve(t *testing.T) {
-	store := memory.New()
+	store := newMemory(t)
 	elect := func(owner string) *lease.Election {
-		return lease.NewElection(lease.NewManager(store, lease.WithOwner(owner)), "svc/leader", time.Minute)
+		return lease.NewElection(manager(t, store, lease.WithOwner(owner)), "svc/leader", time.Minute)
 	}
 	follower := elect("follower")
 	if _, err := follower.Leader(t.Context()); !errors.Is(err, lease.ErrNotFound) {
@@ -147,8 +147,8 @@ func TestElectionObserve(t *testing.T) {
 // shows its name free, long before the keep-alive's next renewal would have
 // found out.
 func TestTermEndsWhenTheStoreSaysSo(t *testing.T) {
-	store := memory.New()
-	e := lease.NewElection(lease.NewManager(store), "svc/leader", time.Hour)
+	store := newMemory(t)
+	e := lease.NewElection(manager(t, store), "svc/leader", time.Hour)
 	term, err := e.Campaign(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +173,8 @@ func TestTermEndsWhenTheStoreSaysSo(t *testing.T) {
 // TestCampaignRefusesBadInput: a bad value, name or TTL is ErrInvalid and
 // the store is not asked.
 func TestCampaignRefusesBadInput(t *testing.T) {
-	store := memory.New()
-	m := lease.NewManager(store)
+	store := newMemory(t)
+	m := manager(t, store)
 	for _, tc := range []struct {
 		name  string
 		e     *lease.Election
@@ -200,8 +200,8 @@ func TestCampaignRefusesBadInput(t *testing.T) {
 // TestRunReturnsWhenTheWorkIsDone: a leader function that returns while it
 // still leads ends Run, which resigns.
 func TestRunReturnsWhenTheWorkIsDone(t *testing.T) {
-	store := memory.New()
-	e := lease.NewElection(lease.NewManager(store), "svc/once", time.Minute)
+	store := newMemory(t)
+	e := lease.NewElection(manager(t, store), "svc/once", time.Minute)
 	var stopped error
 	err := e.Run(t.Context(), "", lease.Callbacks{
 		OnStartedLeading: func(ctx context.Context, term *lease.Term) {},

@@ -28,7 +28,11 @@ func ExampleElection_Run() {
 	}
 	defer store.Close()
 
-	e := lease.NewElection(lease.NewManager(store), "billing/leader", 15*time.Second)
+	m, err := lease.NewManager(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	e := lease.NewElection(m, "billing/leader", 15*time.Second)
 	// Run campaigns, leads, and campaigns again after a lost term, until
 	// ctx ends; then it stops the leader and resigns (ReleaseOnCancel).
 	err = e.Run(ctx, "10.0.0.7:8080", lease.Callbacks{ // the value followers see: where this replica serves

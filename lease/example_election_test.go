@@ -17,13 +17,20 @@ import (
 func ExampleElection() {
 	ctx := context.Background()
 	clk := leasetest.NewClock() // the store's clock, moved by hand to play a long pause
-	store := memory.New(memory.WithClock(clk))
+	store, err := memory.New(memory.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	m, err := lease.NewManager(store, lease.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
 	var primary token.Fence // where the data lives: it keeps the highest term it has seen
 
 	// Each replica campaigns with the address it serves on; the others
 	// read it with Leader or Observe.
 	replica := func(addr string) *lease.Term {
-		e := lease.NewElection(lease.NewManager(store, lease.WithClock(clk)), "db/primary", 10*time.Second)
+		e := lease.NewElection(m, "db/primary", 10*time.Second)
 		t, err := e.Campaign(ctx, addr) // waits until it leads
 		if err != nil {
 			panic(err)
@@ -48,7 +55,7 @@ func ExampleElection() {
 
 	b := replica("10.0.0.2:5432") // a second replica campaigns and is elected
 	defer b.Resign(ctx)
-	leader, _ := lease.NewElection(lease.NewManager(store), "db/primary", time.Second).Leader(ctx)
+	leader, _ := lease.NewElection(m, "db/primary", time.Second).Leader(ctx)
 	fmt.Println(leader)
 	write(b)
 

@@ -29,7 +29,10 @@ func Example_quickStart() {
 		}
 		defer store.Close()
 
-		m := lease.NewManager(store)
+		m, err := lease.NewManager(store)
+		if err != nil {
+			log.Fatal(err)
+		}
 		// Run once: take the lease if it is free, else leave the run to its
 		// holder (m.Acquire would wait for it instead).
 		l, err := m.TryAcquire(ctx, "reports/daily", 30*time.Second)

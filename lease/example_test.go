@@ -14,7 +14,14 @@ import (
 
 func ExampleManager_Acquire() {
 	ctx := context.Background()
-	m := lease.NewManager(memory.New(), lease.WithOwner("worker-1"))
+	st, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	m, err := lease.NewManager(st, lease.WithOwner("worker-1"))
+	if err != nil {
+		panic(err)
+	}
 
 	// Wait up to a minute for the name.
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -34,17 +41,28 @@ func ExampleManager_Acquire() {
 
 func ExampleManager_TryAcquire() {
 	ctx := context.Background()
-	st := memory.New()
-	first, _ := lease.NewManager(st, lease.WithOwner("worker-1")).TryAcquire(ctx, "jobs/nightly", time.Minute)
+	st, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	worker1, err := lease.NewManager(st, lease.WithOwner("worker-1"))
+	if err != nil {
+		panic(err)
+	}
+	worker2, err := lease.NewManager(st, lease.WithOwner("worker-2"))
+	if err != nil {
+		panic(err)
+	}
+	first, _ := worker1.TryAcquire(ctx, "jobs/nightly", time.Minute)
 
-	_, err := lease.NewManager(st).TryAcquire(ctx, "jobs/nightly", time.Minute)
+	_, err = worker2.TryAcquire(ctx, "jobs/nightly", time.Minute)
 	var held *lease.HeldError
 	if errors.As(err, &held) {
 		fmt.Println("held by", held.Owner)
 	}
 
 	first.Release(ctx)
-	l, _ := lease.NewManager(st).TryAcquire(ctx, "jobs/nightly", time.Minute)
+	l, _ := worker2.TryAcquire(ctx, "jobs/nightly", time.Minute)
 	fmt.Println("token", first.Token(), "then", l.Token())
 	// Output:
 	// held by worker-1
@@ -55,7 +73,14 @@ func ExampleLease_Fenced() {
 	ctx := context.Background()
 	var fence token.Fence
 	clk := leasetest.NewClock() // the store's clock, moved by hand
-	m := lease.NewManager(memory.New(memory.WithClock(clk)))
+	st, err := memory.New(memory.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	m, err := lease.NewManager(st)
+	if err != nil {
+		panic(err)
+	}
 
 	// A holder's lease expires in the store while the holder is paused...
 	old, _ := m.TryAcquire(ctx, "reports", time.Minute)

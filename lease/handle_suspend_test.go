@@ -80,10 +80,10 @@ func openSuspendStore(t *testing.T, clk lease.Clock) *sqlite.Store {
 // returns every way the handle then believed in the lease the store had
 // expired. With watch, it first waits for the context to end by itself;
 // otherwise it asks Err at once.
-func checkSuspend(t *testing.T, clk *leasetest.Clock, keepAlive, watch bool, opts ...lease.ManagerOption) []string {
+func checkSuspend(t *testing.T, clk *leasetest.Clock, keepAlive, watch bool, opts ...lease.Option) []string {
 	const name = "suspend/a"
 	st := openSuspendStore(t, clk)
-	l, err := lease.NewManager(st, opts...).TryAcquire(t.Context(), name, suspendTTL)
+	l, err := manager(t, st, opts...).TryAcquire(t.Context(), name, suspendTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func checkSuspend(t *testing.T, clk *leasetest.Clock, keepAlive, watch bool, opt
 		t.Errorf("Err() after the suspend = %v, want ErrLost", err)
 	}
 
-	other, err := lease.NewManager(st, lease.WithOwner("other")).TryAcquire(t.Context(), name, suspendTTL)
+	other, err := manager(t, st, lease.WithOwner("other")).TryAcquire(t.Context(), name, suspendTTL)
 	if err != nil {
 		t.Fatalf("the store did not expire the lease after the suspend: %v", err)
 	}
@@ -129,7 +129,7 @@ func checkSuspend(t *testing.T, clk *leasetest.Clock, keepAlive, watch bool, opt
 func TestShortSuspendKeepsLease(t *testing.T) {
 	clk := leasetest.NewClock()
 	st := openSuspendStore(t, clk)
-	l, err := lease.NewManager(st, lease.WithClock(clk)).TryAcquire(t.Context(), "suspend/short", suspendTTL)
+	l, err := manager(t, st, lease.WithClock(clk)).TryAcquire(t.Context(), "suspend/short", suspendTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestShortSuspendKeepsLease(t *testing.T) {
 	if d := before - after; d <= 9*time.Second || d > 10*time.Second {
 		t.Errorf("the suspend moved the deadline by %v, want 10 s", d)
 	}
-	if _, err := lease.NewManager(st).TryAcquire(t.Context(), "suspend/short", suspendTTL); !errors.Is(err, lease.ErrHeld) {
+	if _, err := manager(t, st).TryAcquire(t.Context(), "suspend/short", suspendTTL); !errors.Is(err, lease.ErrHeld) {
 		t.Errorf("another holder's TryAcquire = %v, want ErrHeld", err)
 	}
 	if err := l.Renew(t.Context(), 0); err != nil {
@@ -162,7 +162,7 @@ func TestShortSuspendKeepsLease(t *testing.T) {
 // clock any more, and gives the lease up.
 func TestClockEpochEndsLease(t *testing.T) {
 	clk := leasetest.NewClock()
-	l, err := lease.NewManager(newSpy(), lease.WithClock(clk)).TryAcquire(t.Context(), "epoch/a", suspendTTL)
+	l, err := manager(t, newSpy(), lease.WithClock(clk)).TryAcquire(t.Context(), "epoch/a", suspendTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func TestRenewUnknownOutcomeEndsEarly(t *testing.T) {
 // every way the handle then believed in a lease the store had expired.
 func checkUnknownRenew(t *testing.T, env unknownEnv) []string {
 	const name = "unknown/renew"
-	l, err := lease.NewManager(env.handle).TryAcquire(t.Context(), name, unknownLeaseTTL)
+	l, err := manager(t, env.handle).TryAcquire(t.Context(), name, unknownLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func checkUnknownRenew(t *testing.T, env unknownEnv) []string {
 	}
 
 	// Another holder tries until the store grants it the name.
-	other := lease.NewManager(env.other, lease.WithOwner("other"))
+	other := manager(t, env.other, lease.WithOwner("other"))
 	for end := time.Now().Add(10 * time.Second); ; {
 		l2, err := other.TryAcquire(t.Context(), name, unknownLeaseTTL)
 		if err == nil {
@@ -160,7 +160,11 @@ func openUnknownStore(t *testing.T) (*sqlite.Store, string) {
 // serveUnknown serves st over HTTP on 127.0.0.1.
 func serveUnknown(t *testing.T, st lease.Store) *httptest.Server {
 	t.Helper()
-	ts := httptest.NewServer(httpapi.NewServer(st))
+	srv, err := httpapi.NewServer(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return ts
 }

@@ -10,19 +10,41 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/memory"
 	"github.com/picketlock/picket/token"
 )
 
 // acquire returns a lease on name with ttl from a new Manager over st, on
 // Go's clock (lease.GoClock), which a synctest bubble's virtual time moves.
-func acquire(t *testing.T, st lease.Store, name string, ttl time.Duration, opts ...lease.ManagerOption) *lease.Lease {
+func acquire(t *testing.T, st lease.Store, name string, ttl time.Duration, opts ...lease.Option) *lease.Lease {
 	t.Helper()
-	opts = append([]lease.ManagerOption{lease.WithClock(lease.GoClock())}, opts...)
-	l, err := lease.NewManager(st, opts...).TryAcquire(t.Context(), name, ttl)
+	opts = append([]lease.Option{lease.WithClock(lease.GoClock())}, opts...)
+	l, err := manager(t, st, opts...).TryAcquire(t.Context(), name, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// manager returns a new Manager over st; an error from NewManager fails
+// the test.
+func manager(t testing.TB, st lease.Store, opts ...lease.Option) *lease.Manager {
+	t.Helper()
+	m, err := lease.NewManager(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// newMemory returns a new memory store; an error from New fails the test.
+func newMemory(t testing.TB, opts ...memory.Option) *memory.Store {
+	t.Helper()
+	st, err := memory.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // wantEnded checks that l's context has ended with a cause matching every

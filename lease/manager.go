@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 )
 
@@ -18,57 +17,48 @@ const maxRefreshes = 3
 // state of its own beyond its configuration: it is safe for concurrent use,
 // and goroutines may share one (each call gets its own holder secret).
 type Manager struct {
-	store      Store
-	owner      string
-	holder     string // fixed holder (WithHolder), or "" for a fresh one per call
-	logger     log.Logger
-	margin     func(time.Duration) time.Duration
-	clock      Clock
-	minBackoff time.Duration
-	maxBackoff time.Duration
+	store Store
+	config
 }
 
-// NewManager returns a Manager over store.
-func NewManager(store Store, opts ...ManagerOption) *Manager {
-	m := &Manager{
-		store:      store,
-		owner:      DefaultOwner(),
-		logger:     log.NewNopLogger(),
-		margin:     DefaultMargin,
-		clock:      SuspendClock(),
-		minBackoff: DefaultMinBackoff,
-		maxBackoff: DefaultMaxBackoff,
+// NewManager returns a Manager over store. Errors: ErrInvalid for a nil
+// store or an option out of range (see each option); nothing is started
+// either way.
+func NewManager(store Store, opts ...Option) (*Manager, error) {
+	if store == nil {
+		return nil, invalid("manager: store is nil")
 	}
-	for _, o := range opts {
-		o(m)
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
 	}
-	m.maxBackoff = max(m.minBackoff, m.maxBackoff)
-	return m
+	return &Manager{store: store, config: c}, nil
 }
 
 // TryAcquire makes one attempt to acquire name for ttl and does not wait.
 //
 // ctx bounds the request; the returned lease does not end with ctx (see
-// Lease.Context). Errors: ErrInvalid for a bad name or ttl (the store is not
-// asked), an error matching ErrHeld (a *HeldError, with the owner and expiry)
+// Lease.Context). opts adjust this call (WithHolder, WithAcquireOwner,
+// WithLockDelay). Errors: ErrInvalid for a bad name, ttl or option (the
+// store is not asked), an error matching ErrHeld (a *HeldError, with the owner and expiry)
 // when someone else holds the name, or whatever the store returned
 // (ErrUnavailable, ctx's error, a network error).
-func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
-	req, err := m.request(name, ttl)
+func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	req, own, err := m.request(name, ttl, opts)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
 	epoch, sent := m.clock.Epoch(), m.clock.Now()
 	g, err := m.store.Acquire(ctx, req)
 	if err != nil {
-		m.dropUnknown(ctx, req, err)
+		m.dropUnknown(ctx, req, own, err)
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
 	return m.newLease(ctx, g, req, epoch, sent), nil
 }
 
 // Acquire acquires name for ttl, waiting as long as ctx allows for it to come
-// free.
+// free. opts adjust this call as for TryAcquire.
 //
 // Each attempt asks the store to wait for the name itself (the request's Wait
 // is the time left in ctx, at most MaxWait), so a store that waits
@@ -89,21 +79,22 @@ func (m *Manager) TryAcquire(ctx context.Context, name string, ttl time.Duration
 // request was sent. Acquire then asks again at once with the same holder,
 // which extends the lease and starts its local deadline afresh.
 //
-// Errors: ErrInvalid at once (for a bad name or ttl the store is not even
-// asked); any store error other than ErrHeld and ErrUnavailable, at once.
+// Errors: ErrInvalid at once (for a bad name, ttl or option the store is
+// not even asked); any store error other than ErrHeld and ErrUnavailable, at once.
 // When ctx ends first: an error matching ctx's cause and also, if there was
 // one, the last refusal (ErrHeld with its *HeldError, or ErrUnavailable).
-func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
-	req, err := m.request(name, ttl)
+func (m *Manager) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	req, own, err := m.request(name, ttl, opts)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %q: %w", name, err)
 	}
-	return m.acquire(ctx, req)
+	return m.acquire(ctx, req, own)
 }
 
 // acquire is Acquire for a request already checked (Election.Campaign
-// comes here too, with its own owner label).
-func (m *Manager) acquire(ctx context.Context, req AcquireRequest) (*Lease, error) {
+// comes here too, with its own owner label); own says the Manager made its
+// holder secret.
+func (m *Manager) acquire(ctx context.Context, req AcquireRequest, own bool) (*Lease, error) {
 	name, ttl := req.Name, req.TTL
 	usable := ttl - m.marginFor(ttl)
 	b := newBackoff(m.minBackoff, m.maxBackoff)
@@ -134,7 +125,7 @@ func (m *Manager) acquire(ctx context.Context, req AcquireRequest) (*Lease, erro
 			err = fmt.Errorf("%w: grants take %v to arrive, too long for a %v TTL", ErrUnavailable, took, ttl)
 		}
 		if ctx.Err() != nil {
-			m.dropUnknown(ctx, req, err)
+			m.dropUnknown(ctx, req, own, err)
 			return nil, m.gaveUp(ctx, name, refusal, late)
 		}
 		switch {
@@ -184,10 +175,10 @@ func (m *Manager) releaseLate(ctx context.Context, name string, late *Grant) {
 // from everyone for its whole TTL. Asked again with the same secret (no
 // wait), the store hands the grant back if it was committed (or grants the
 // free name anew), and it is released at once. With a secret the caller gave
-// (WithHolder), the grant may be the caller's lease held elsewhere: it is
+// (the call's WithHolder), the grant may be the caller's lease held elsewhere: it is
 // left alone. It takes at most a second, even after ctx ended.
-func (m *Manager) dropUnknown(ctx context.Context, req AcquireRequest, err error) {
-	if !errors.Is(err, ErrUnknown) || m.holder != "" {
+func (m *Manager) dropUnknown(ctx context.Context, req AcquireRequest, own bool, err error) {
+	if !errors.Is(err, ErrUnknown) || !own {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
@@ -202,15 +193,27 @@ func (m *Manager) dropUnknown(ctx context.Context, req AcquireRequest, err error
 	m.releaseLate(rctx, req.Name, &g)
 }
 
-// request builds and checks an acquire request; the store is asked nothing
-// about a request that cannot pass.
-func (m *Manager) request(name string, ttl time.Duration) (AcquireRequest, error) {
-	holder := m.holder
-	if holder == "" {
-		holder = NewHolder()
+// request builds and checks an acquire request from the Manager's
+// configuration and the call's options, and whether its holder secret is
+// one the Manager made (not given by WithHolder); the store is asked
+// nothing about a request that cannot pass.
+func (m *Manager) request(name string, ttl time.Duration, opts []AcquireOption) (req AcquireRequest, own bool, err error) {
+	var c acquireConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
 	}
-	req := AcquireRequest{Name: name, Holder: holder, Owner: m.owner, TTL: ttl}
-	return req, req.Validate()
+	req = AcquireRequest{Name: name, Owner: m.owner, TTL: ttl, LockDelay: c.lockDelay}
+	if c.owner != "" {
+		req.Owner = c.owner
+	}
+	if c.holder != nil {
+		req.Holder = *c.holder
+	} else {
+		req.Holder, own = NewHolder(), true
+	}
+	return req, own, req.Validate()
 }
 
 // marginFor returns the margin for ttl, clamped to [0, ttl).

@@ -20,7 +20,7 @@ import (
 
 func TestTryAcquire(t *testing.T) {
 	st := newSpy()
-	m := lease.NewManager(st, lease.WithOwner("billing"))
+	m := manager(t, st, lease.WithOwner("billing"))
 	l, err := m.TryAcquire(t.Context(), "jobs/a", time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestTryAcquire(t *testing.T) {
 func TestTryAcquireDoesNotRetry(t *testing.T) {
 	st := newSpy()
 	st.acquireErr = func(int, lease.AcquireRequest) error { return lease.ErrUnavailable }
-	_, err := lease.NewManager(st).TryAcquire(t.Context(), "jobs/a", time.Second)
+	_, err := manager(t, st).TryAcquire(t.Context(), "jobs/a", time.Second)
 	if !errors.Is(err, lease.ErrUnavailable) {
 		t.Errorf("TryAcquire = %v, want ErrUnavailable", err)
 	}
@@ -55,7 +55,7 @@ func TestTryAcquireDoesNotRetry(t *testing.T) {
 
 func TestHolderPerCall(t *testing.T) {
 	st := newSpy()
-	m := lease.NewManager(st)
+	m := manager(t, st)
 	seen := map[string]bool{}
 	for i := range 4 {
 		l, err := m.TryAcquire(t.Context(), fmt.Sprintf("holder/%d", i), time.Second)
@@ -72,21 +72,113 @@ func TestHolderPerCall(t *testing.T) {
 		seen[h] = true
 	}
 
-	fixed := lease.NewManager(st, lease.WithHolder("my-secret"))
-	a, err := fixed.TryAcquire(t.Context(), "holder/fixed", time.Second)
+	// A given holder (WithHolder) resumes: a second acquire is the same
+	// grant, not a refusal; a fresh call on the same Manager is refused.
+	a, err := m.TryAcquire(t.Context(), "holder/fixed", time.Second, lease.WithHolder("my-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The documented hazard of a fixed holder: a second acquire is the same
-	// grant, not a refusal.
-	b, err := fixed.TryAcquire(t.Context(), "holder/fixed", time.Second)
+	b, err := m.TryAcquire(t.Context(), "holder/fixed", time.Second, lease.WithHolder("my-secret"))
 	if err != nil || a.Holder() != "my-secret" || b.Token() != a.Token() {
-		t.Errorf("fixed holder: second acquire = token %d, %v; want the same grant (token %d)", b.Token(), err, a.Token())
+		t.Errorf("given holder: second acquire = token %d, %v; want the same grant (token %d)", b.Token(), err, a.Token())
+	}
+	if _, err := m.TryAcquire(t.Context(), "holder/fixed", time.Second); !errors.Is(err, lease.ErrHeld) {
+		t.Errorf("acquire without the holder = %v, want ErrHeld", err)
 	}
 }
 
+// TestAcquireOptions: a call's options reach the store's request (owner
+// label, lock-delay) for that call only; the Manager's own options hold for
+// the others.
+func TestAcquireOptions(t *testing.T) {
+	st := newSpy()
+	m := manager(t, st, lease.WithOwner("billing"))
+	if _, err := m.TryAcquire(t.Context(), "opts/a", time.Second,
+		lease.WithAcquireOwner("cron@host1"), lease.WithLockDelay(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryAcquire(t.Context(), "opts/b", time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	calls := st.acquireCalls()
+	if len(calls) != 2 {
+		t.Fatalf("store asked %d times, want 2", len(calls))
+	}
+	if r := calls[0].req; r.Owner != "cron@host1" || r.LockDelay != 3*time.Second {
+		t.Errorf("first request owner %q lock-delay %v, want \"cron@host1\" 3s", r.Owner, r.LockDelay)
+	}
+	if r := calls[1].req; r.Owner != "billing" || r.LockDelay != 0 {
+		t.Errorf("second request owner %q lock-delay %v, want the Manager's \"billing\" and 0", r.Owner, r.LockDelay)
+	}
+}
+
+// TestBadAcquireOptions: a call option out of range is ErrInvalid from that
+// call, and the store is not asked.
+func TestBadAcquireOptions(t *testing.T) {
+	st := newSpy()
+	m := manager(t, st)
+	for _, tc := range []struct {
+		name string
+		opt  lease.AcquireOption
+	}{
+		{"empty holder", lease.WithHolder("")},
+		{"holder with a newline", lease.WithHolder("a\nb")},
+		{"owner too long", lease.WithAcquireOwner(strings.Repeat("x", lease.MaxOwnerLen+1))},
+		{"negative lock-delay", lease.WithLockDelay(-time.Second)},
+		{"lock-delay over the maximum", lease.WithLockDelay(lease.MaxLockDelay + time.Millisecond)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := m.TryAcquire(t.Context(), "bad/a", time.Second, tc.opt); !errors.Is(err, lease.ErrInvalid) {
+				t.Errorf("TryAcquire = %v, want ErrInvalid", err)
+			}
+			if _, err := m.Acquire(t.Context(), "bad/a", time.Second, tc.opt); !errors.Is(err, lease.ErrInvalid) {
+				t.Errorf("Acquire = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if n := len(st.acquireCalls()); n != 0 {
+		t.Errorf("store asked %d times, want 0", n)
+	}
+}
+
+// TestBadManagerOptions: a nil store or an option out of range is ErrInvalid
+// from NewManager, which returns no Manager; a nil logger, clock or margin
+// means the default.
+func TestBadManagerOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store lease.Store
+		opt   lease.Option
+	}{
+		{"nil store", nil, nil},
+		{"owner too long", newSpy(), lease.WithOwner(strings.Repeat("x", lease.MaxOwnerLen+1))},
+		{"owner with a newline", newSpy(), lease.WithOwner("a\nb")},
+		{"negative backoff", newSpy(), lease.WithBackoff(-time.Millisecond, 0)},
+		{"negative maximum backoff", newSpy(), lease.WithBackoff(0, -time.Second)},
+		{"maximum below minimum", newSpy(), lease.WithBackoff(time.Second, time.Millisecond)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := lease.NewManager(tc.store, tc.opt)
+			if !errors.Is(err, lease.ErrInvalid) || m != nil {
+				t.Fatalf("NewManager = %v, %v; want nil, ErrInvalid", m, err)
+			}
+		})
+	}
+	st := newSpy()
+	m := manager(t, st, lease.WithLogger(nil), lease.WithClock(nil), lease.WithMargin(nil), lease.WithBackoff(0, 0))
+	l, err := m.TryAcquire(t.Context(), "nil/a", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, want := time.Until(l.Deadline()), 900*time.Millisecond; d <= 0 || d > want {
+		t.Errorf("deadline in %v, want within the default margin's %v", d, want)
+	}
+	l.KeepAlive() // logs through the nil logger's no-op replacement
+	l.Release(t.Context())
+}
+
 func TestDefaultOwner(t *testing.T) {
-	l, err := lease.NewManager(newSpy()).TryAcquire(t.Context(), "owner/a", time.Second)
+	l, err := manager(t, newSpy()).TryAcquire(t.Context(), "owner/a", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +207,7 @@ func TestInvalidFailsFast(t *testing.T) {
 			st.acquireErr = func(int, lease.AcquireRequest) error { return fmt.Errorf("store: %w", lease.ErrInvalid) }
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			_, err := lease.NewManager(st, lease.WithClock(lease.GoClock())).Acquire(ctx, tc.lease, tc.ttl)
+			_, err := manager(t, st, lease.WithClock(lease.GoClock())).Acquire(ctx, tc.lease, tc.ttl)
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Errorf("Acquire = %v, want ErrInvalid", err)
 			}
@@ -136,21 +228,21 @@ func TestInvalidFailsFast(t *testing.T) {
 func TestMargin(t *testing.T) {
 	tests := []struct {
 		name   string
-		opts   []lease.ManagerOption
+		opts   []lease.Option
 		margin time.Duration
 	}{
 		{"default", nil, 100 * time.Millisecond},
-		{"half", []lease.ManagerOption{lease.WithMargin(func(ttl time.Duration) time.Duration { return ttl / 2 })}, 500 * time.Millisecond},
-		{"none", []lease.ManagerOption{lease.WithMargin(func(time.Duration) time.Duration { return 0 })}, 0},
-		{"negative clamped", []lease.ManagerOption{lease.WithMargin(func(time.Duration) time.Duration { return -time.Hour })}, 0},
-		{"over TTL clamped", []lease.ManagerOption{lease.WithMargin(func(ttl time.Duration) time.Duration { return 2 * ttl })}, time.Second - 1},
+		{"half", []lease.Option{lease.WithMargin(func(ttl time.Duration) time.Duration { return ttl / 2 })}, 500 * time.Millisecond},
+		{"none", []lease.Option{lease.WithMargin(func(time.Duration) time.Duration { return 0 })}, 0},
+		{"negative clamped", []lease.Option{lease.WithMargin(func(time.Duration) time.Duration { return -time.Hour })}, 0},
+		{"over TTL clamped", []lease.Option{lease.WithMargin(func(ttl time.Duration) time.Duration { return 2 * ttl })}, time.Second - 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
-				opts := append([]lease.ManagerOption{lease.WithClock(lease.GoClock())}, tc.opts...)
-				l, err := lease.NewManager(newSpy(), opts...).TryAcquire(t.Context(), "margin/a", time.Second)
+				opts := append([]lease.Option{lease.WithClock(lease.GoClock())}, tc.opts...)
+				l, err := manager(t, newSpy(), opts...).TryAcquire(t.Context(), "margin/a", time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

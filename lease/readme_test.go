@@ -67,7 +67,7 @@ func TestReadmeElection(t *testing.T) {
 	}
 	var snippet string
 	for block := range strings.SplitSeq(string(readme), "```go\n") {
-		if strings.Contains(block, "lease.NewElection(lease.NewManager(store)") {
+		if strings.Contains(block, "lease.NewElection(m, \"billing/leader\"") {
 			snippet, _, _ = strings.Cut(block, "```")
 			break
 		}

@@ -34,7 +34,13 @@ type acquireCall struct {
 	req lease.AcquireRequest
 }
 
-func newSpy() *spy { return &spy{Store: memory.New()} }
+func newSpy() *spy {
+	st, err := memory.New()
+	if err != nil {
+		panic(err) // no options: New cannot fail
+	}
+	return &spy{Store: st}
+}
 
 func (s *spy) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	s.mu.Lock()

@@ -32,13 +32,13 @@ func TestUnknownAcquireDropped(t *testing.T) {
 	for name, try := range tries {
 		t.Run(name, func(t *testing.T) {
 			st, path := openUnknownStore(t)
-			err := lockedUntilDone(t, path, func(ctx context.Context) error { return try(lease.NewManager(st), ctx) })
+			err := lockedUntilDone(t, path, func(ctx context.Context) error { return try(mustManager(t, st), ctx) })
 			if !errors.Is(err, context.DeadlineExceeded) || name == "TryAcquire" && !errors.Is(err, lease.ErrUnknown) {
 				// (Acquire's error is ctx's and its last refusal's: the
 				// unknown outcome of its last attempt is dropped.)
 				t.Fatalf("%s = %v, want ctx's error (with ErrUnknown from TryAcquire)", name, err)
 			}
-			l, err := lease.NewManager(st, lease.WithOwner("other")).TryAcquire(t.Context(), "dropped", time.Second)
+			l, err := mustManager(t, st, lease.WithOwner("other")).TryAcquire(t.Context(), "dropped", time.Second)
 			if err != nil {
 				t.Fatalf("another holder's TryAcquire after the unknown acquire was dropped: %v", err)
 			}
@@ -47,13 +47,14 @@ func TestUnknownAcquireDropped(t *testing.T) {
 	}
 	t.Run("CallersHolder", func(t *testing.T) {
 		st, path := openUnknownStore(t)
-		m := lease.NewManager(st, lease.WithHolder("the caller's secret"))
-		held, err := m.TryAcquire(t.Context(), "kept", 30*time.Second) // the caller's lease, as another handle holds it
+		m := mustManager(t, st)
+		secret := lease.WithHolder("the caller's secret")
+		held, err := m.TryAcquire(t.Context(), "kept", 30*time.Second, secret) // the caller's lease, as another handle holds it
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = lockedUntilDone(t, path, func(ctx context.Context) error {
-			_, err := m.TryAcquire(ctx, "kept", 30*time.Second)
+			_, err := m.TryAcquire(ctx, "kept", 30*time.Second, secret)
 			return err
 		})
 		if !errors.Is(err, lease.ErrUnknown) {
@@ -97,4 +98,14 @@ func lockedUntilDone(t *testing.T, path string, call func(ctx context.Context) e
 		t.Fatal(uerr)
 	}
 	return err
+}
+
+// mustManager is lease.NewManager for options that cannot fail.
+func mustManager(t *testing.T, st lease.Store, opts ...lease.Option) *lease.Manager {
+	t.Helper()
+	m, err := lease.NewManager(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -28,7 +28,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	l, err := lease.NewManager(store).TryAcquire(ctx, "reports/daily", 30*time.Second)
+	m, err := lease.NewManager(store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := m.TryAcquire(ctx, "reports/daily", 30*time.Second)
 	if errors.Is(err, lease.ErrHeld) {
 		return
 	}

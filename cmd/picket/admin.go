@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
@@ -49,7 +49,7 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		return httpapi.EncodeInfo(e.stdout, info)
+		return wire.EncodeInfo(e.stdout, info)
 	})
 }
 
@@ -175,7 +175,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 func printEvents(e *env, events []lease.Event, asJSON bool) error {
 	if asJSON {
 		for _, ev := range events {
-			if err := httpapi.EncodeEvent(e.stdout, ev); err != nil { // as GET /v1/history answers
+			if err := wire.EncodeEvent(e.stdout, ev); err != nil { // as GET /v1/history answers
 				return err
 			}
 		}

@@ -191,7 +191,7 @@ func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, f
 		return nil, "", "", nil, usagef("bench: -ca, -cert and -key need -server")
 	}
 	if server != "" {
-		var opts []httpapi.ClientOption
+		var opts []httpapi.Option
 		if authFile != "" {
 			tok, err := readAuthToken(authFile)
 			if err != nil {

@@ -307,7 +307,7 @@ func (r *stallRun) watch(ctx context.Context, i int, cli *clientv3.Client, from 
 // writing to the name's fenced key every 150 ms and sampling its belief, and
 // releases it; again until ctx ends.
 func (r *stallRun) worker(ctx context.Context, w int, st *etcd.Store, rng *rand.Rand) {
-	m := lease.NewManager(st, lease.WithOwner(fmt.Sprintf("w%d", w)), lease.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
+	m := mustManager(st, lease.WithOwner(fmt.Sprintf("w%d", w)), lease.WithBackoff(10*time.Millisecond, 200*time.Millisecond))
 	for ctx.Err() == nil {
 		name, ttl := stallName(rng.IntN(stallNames))
 		invoked := sharedNow()

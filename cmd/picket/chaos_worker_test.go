@@ -109,7 +109,7 @@ func chaosWorkerMain(stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	w := &chaosWorker{cfg: cfg, kv: kv, out: json.NewEncoder(stdout)}
-	m := lease.NewManager(leases,
+	m := mustManager(leases,
 		lease.WithOwner(fmt.Sprintf("chaos-worker-%d", cfg.ID)),
 		lease.WithBackoff(5*time.Millisecond, 100*time.Millisecond))
 	for ctx.Err() == nil {

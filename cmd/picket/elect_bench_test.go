@@ -82,7 +82,7 @@ func followWorkerMain(stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeStore()
-	for l := range lease.NewElection(lease.NewManager(st), cfg.Name, cfg.TTL).Observe(ctx) {
+	for l := range lease.NewElection(mustManager(st), cfg.Name, cfg.TTL).Observe(ctx) {
 		seen(l.Value)
 	}
 	return 0
@@ -208,7 +208,7 @@ func BenchmarkElectFollow(b *testing.B) {
 
 func benchFollow(b *testing.B, cfg followConfig, st lease.Store) {
 	f := startFollowers(b, cfg, electFollowers)
-	e := lease.NewElection(lease.NewManager(st), cfg.Name, cfg.TTL)
+	e := lease.NewElection(mustManager(st), cfg.Name, cfg.TTL)
 	ctx := context.Background()
 	term := func(value string) (sent, got int64, t *lease.Term) {
 		sent = sharedNow()
@@ -256,7 +256,7 @@ func BenchmarkElectFollowEtcd(b *testing.B) {
 	}
 	defer st.Close()
 	pf := startFollowers(b, pcfg, electFollowers)
-	pe := lease.NewElection(lease.NewManager(st), pcfg.Name, pcfg.TTL)
+	pe := lease.NewElection(mustManager(st), pcfg.Name, pcfg.TTL)
 
 	ecfg := followConfig{Store: "etcd-election", Addr: endpoints, Name: "/native/leader"}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints, Logger: zap.NewNop()})

@@ -32,7 +32,7 @@ func TestElectWithPicketRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	e := lease.NewElection(lease.NewManager(st), "svc/leader", time.Minute)
+	e := lease.NewElection(mustManager(st), "svc/leader", time.Minute)
 	ctx, cancel := context.WithCancel(t.Context())
 	leaders := e.Observe(ctx)
 	defer func() { // stop observing before the store closes (deferred earlier)

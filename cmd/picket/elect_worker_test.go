@@ -124,7 +124,7 @@ func electWorkerMain(stdin io.Reader, stdout, stderr io.Writer) int {
 		cancel() // the test closed stdin: stop
 	}()
 
-	m := lease.NewManager(st, lease.WithBackoff(5*time.Millisecond, 100*time.Millisecond))
+	m := mustManager(st, lease.WithBackoff(5*time.Millisecond, 100*time.Millisecond))
 	e := lease.NewElection(m, cfg.Name, cfg.TTL)
 	err = e.Run(ctx, fmt.Sprintf("candidate-%d", cfg.ID), lease.Callbacks{
 		OnStartedLeading: w.lead,

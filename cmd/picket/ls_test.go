@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -43,7 +44,7 @@ func TestListStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := httpapi.EncodeList(&want, all); err != nil {
+	if err := wire.EncodeList(&want, all); err != nil {
 		t.Fatal(err)
 	}
 
@@ -63,7 +64,10 @@ func TestListStreams(t *testing.T) {
 			hold := make(chan struct{}) // closed 10 s in: hold nothing back any more
 			stop := time.AfterFunc(10*time.Second, func() { close(hold) })
 			defer stop.Stop()
-			api := httpapi.NewServer(st)
+			api, err := httpapi.NewServer(st)
+			if err != nil {
+				t.Fatal(err)
+			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/v1/leases" {
 					q := r.URL.Query()

@@ -96,7 +96,7 @@ func TestEtcdPartitionedHolder(t *testing.T) {
 	whole := startServe(t, "-etcd", strings.Join(c.Endpoints, ","), "-etcd-prefix", "partition")
 
 	const ttl = 2 * time.Second // etcd's minimum with etcdtest's timing
-	h, err := lease.NewManager(client(t, cut.url), lease.WithOwner("partitioned")).TryAcquire(t.Context(), "p", ttl)
+	h, err := mustManager(client(t, cut.url), lease.WithOwner("partitioned")).TryAcquire(t.Context(), "p", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	defer s.Close()
 
 	renewals := &lastError{}
-	m := lease.NewManager(s, lease.WithOwner(*owner), lease.WithLogger(renewals))
+	m, err := lease.NewManager(s, lease.WithOwner(*owner), lease.WithLogger(renewals))
+	if err != nil {
+		return err
+	}
 	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs, e.stderr)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
@@ -258,12 +261,12 @@ func acquireForRun(ctx context.Context, m *lease.Manager, name string, ttl, wait
 // With a wait and a progress writer, takeLease says on it, as "picket: cmd:
 // ...", when it starts waiting (the name is held, by whom and until when) and
 // when it gets the lease after a wait.
-func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, progress io.Writer, cmd string) (got *lease.Lease, _ error) {
+func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait time.Duration, progress io.Writer, cmd string, opts ...lease.AcquireOption) (got *lease.Lease, _ error) {
 	if wait == 0 {
 		d := tryTimeout(ttl)
 		tctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
-		l, err := m.TryAcquire(tctx, name, ttl)
+		l, err := m.TryAcquire(tctx, name, ttl, opts...)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%w: no answer from the store within %v: %w", lease.ErrUnavailable, d, err)
 		}
@@ -274,7 +277,7 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 		// One try first, to say whether there is anything to wait for
 		// (flock --verbose, consul lock -verbose).
 		tctx, cancel := context.WithTimeout(ctx, min(tryTimeout(ttl), wait))
-		l, err := m.TryAcquire(tctx, name, ttl)
+		l, err := m.TryAcquire(tctx, name, ttl, opts...)
 		cancel()
 		var held *lease.HeldError
 		switch {
@@ -299,7 +302,7 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Until(start.Add(wait)))
 	defer cancel()
-	l, err := m.Acquire(wctx, name, ttl)
+	l, err := m.Acquire(wctx, name, ttl, opts...)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return l, err
 	}
@@ -308,7 +311,7 @@ func takeLease(ctx context.Context, m *lease.Manager, name string, ttl, wait tim
 	}
 	pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
 	defer pcancel()
-	l, perr := m.TryAcquire(pctx, name, ttl)
+	l, perr := m.TryAcquire(pctx, name, ttl, opts...)
 	switch {
 	case perr == nil:
 		return l, nil

@@ -15,12 +15,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
 
-// The script commands print what the HTTP API answers (httpapi.Encode*), so
+// The script commands print what the HTTP API answers (internal/wire's Encode*), so
 // a script reads the same JSON from "picket acquire" as from the server.
 
 func runAcquire(ctx context.Context, e *env, args []string) error {
@@ -47,9 +47,9 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := []lease.ManagerOption{lease.WithOwner(*owner)}
+	var opts []lease.AcquireOption
 	if *holder != "" {
-		opts = append(opts, lease.WithHolder(*holder))
+		opts = append(opts, lease.WithHolder(*holder)) // resume a lease taken with that secret
 	}
 	if *hold {
 		// Signals are ours from the start: before the grant they end the
@@ -59,11 +59,15 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 		defer stop()
 	}
 	return sf.with(fs, func(s store) error {
-		l, err := takeLease(ctx, lease.NewManager(s, opts...), *name, *ttl, *wait, e.stderr, "acquire")
+		m, err := lease.NewManager(s, lease.WithOwner(*owner))
 		if err != nil {
 			return err
 		}
-		if err := printOut(e.stdout, fields, func(w io.Writer) error { return httpapi.EncodeGrant(w, l.Grant()) }); err != nil {
+		l, err := takeLease(ctx, m, *name, *ttl, *wait, e.stderr, "acquire", opts...)
+		if err != nil {
+			return err
+		}
+		if err := printOut(e.stdout, fields, func(w io.Writer) error { return wire.EncodeGrant(w, l.Grant()) }); err != nil {
 			l.Release(context.Background())
 			return err
 		}
@@ -115,7 +119,7 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err // the store names the call and the lease
 		}
-		return printOut(e.stdout, fields, func(w io.Writer) error { return httpapi.EncodeGrant(w, g) })
+		return printOut(e.stdout, fields, func(w io.Writer) error { return wire.EncodeGrant(w, g) })
 	})
 }
 
@@ -172,7 +176,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 		// memory, and the first rows print before the last page is read.
 		var err error
 		if *asJSON {
-			enc := httpapi.NewListEncoder(e.stdout)
+			enc := wire.NewListEncoder(e.stdout)
 			if err = lease.ListEach(ctx, s, *prefix, enc.Encode); err == nil {
 				err = enc.Close()
 			}
@@ -222,7 +226,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err // the store names the call and the lease
 		}
-		return printOut(e.stdout, fields, func(w io.Writer) error { return httpapi.EncodeInfo(w, i) })
+		return printOut(e.stdout, fields, func(w io.Writer) error { return wire.EncodeInfo(w, i) })
 	})
 }
 

@@ -143,7 +143,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}()
 
 	metrics := httpapi.NewMetrics()
-	quota := sqlite.Quota{MaxLeases: *maxLeases, MaxKVKeys: *maxKVKeys, MaxKVBytes: *maxKVBytes}
+	quota := quota{maxLeases: *maxLeases, maxKVKeys: *maxKVKeys, maxKVBytes: *maxKVBytes}
 	hist := retention{*historyMax, *historyAge}
 	store, sweeper, err := openServed(fs, *db, &etcdF, *lockDelay, quota, hist, logger, metrics, overlayOption(*allowOverlay)...)
 	if err != nil {
@@ -176,8 +176,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if sr, ok := store.(lease.StatsReporter); ok { // sqlite: leases, the oldest, the -wal; etcd: one count of its lease keys
 		metrics.WatchStore(sr)
 	}
-	handler := httpapi.NewServer(store, serverOpts...)
-	srv := httpapi.NewHTTPServer(handler, logger)
+	handler, err := httpapi.NewServer(store, serverOpts...)
+	if err != nil { // the flags were checked above: not expected
+		ln.Close()
+		if debugLn != nil {
+			debugLn.Close()
+		}
+		return err
+	}
+	srv := handler.HTTPServer()
 	where := []any{"db", *db}
 	if etcdF.set() {
 		where = []any{"etcd", etcdF.endpoints, "prefix", etcdF.prefix}
@@ -342,7 +349,7 @@ type sweeper interface {
 
 // openServed opens the store serve fronts: the etcd cluster if -etcd was
 // given, else the SQLite file (which also sweeps and keeps the quota).
-func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota sqlite.Quota, hist retention,
+func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Duration, quota quota, hist retention,
 	logger log.Logger, metrics *httpapi.Metrics, extra ...sqlite.Option) (servedStore, sweeper, error) {
 	// A store named on the command line wins over one in the environment.
 	dbFrom, etcdFrom := flagSource(fs, "db"), flagSource(fs, "etcd")
@@ -354,7 +361,7 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 			return nil, nil, usagef("serve: %s and %s exclude each other: name one store", describeFlag("etcd", etcdFrom), describeFlag("db", dbFrom))
 		}
 		st, err := etcdF.open(etcd.WithLockDelay(lockDelay), etcd.WithLogger(log.With(logger, "component", "etcd")),
-			etcd.WithQuota(etcd.Quota{MaxLeases: quota.MaxLeases, MaxKVKeys: quota.MaxKVKeys, MaxKVBytes: quota.MaxKVBytes}),
+			etcd.WithMaxLeases(quota.maxLeases), etcd.WithMaxKVKeys(quota.maxKVKeys), etcd.WithMaxKVBytes(quota.maxKVBytes),
 			etcd.WithHistory(hist.max, hist.age))
 		if err != nil {
 			return nil, nil, err
@@ -365,13 +372,19 @@ func openServed(fs *flag.FlagSet, db string, etcdF *etcdFlags, lockDelay time.Du
 		sqlite.WithLockDelay(lockDelay),
 		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
 		sqlite.WithBatchHook(metrics.ObserveBatch),
-		sqlite.WithQuota(quota),
+		sqlite.WithMaxLeases(quota.maxLeases), sqlite.WithMaxKVKeys(quota.maxKVKeys), sqlite.WithMaxKVBytes(quota.maxKVBytes),
 		sqlite.WithHistory(hist.max, hist.age),
 	}, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}
 	return st, st, nil
+}
+
+// quota is -max-leases, -max-kv-keys and -max-kv-bytes.
+type quota struct {
+	maxLeases, maxKVKeys int
+	maxKVBytes           int64
 }
 
 // retention is -history-max and -history-age.

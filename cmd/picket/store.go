@@ -126,7 +126,7 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 		return f.etcd.open()
 	}
 	if f.server != "" {
-		var opts []httpapi.ClientOption
+		var opts []httpapi.Option
 		if f.authFile != "" {
 			tok, err := readAuthToken(f.authFile)
 			if err != nil {

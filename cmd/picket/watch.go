@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/wire"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 )
@@ -82,7 +82,7 @@ func runWatch(ctx context.Context, e *env, args []string) error {
 // printState writes one line for st.
 func printState(w io.Writer, st lease.State, asJSON bool) error {
 	if asJSON {
-		return httpapi.EncodeState(w, st)
+		return wire.EncodeState(w, st)
 	}
 	_, err := fmt.Fprintln(w, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), st.String())
 	return err

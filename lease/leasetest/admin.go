@@ -157,7 +157,7 @@ func waitWaiting(t testing.TB) { time.Sleep(50 * time.Millisecond) }
 func (s suite) testRevokeEndsHandle(t *testing.T) {
 	st := s.openReal(t)
 	rv := revoker(t, st)
-	m := lease.NewManager(st, lease.WithOwner("handle"))
+	m := newManager(t, st, lease.WithOwner("handle"))
 	l, err := m.TryAcquire(t.Context(), "revoke/handle", time.Hour)
 	if err != nil {
 		t.Fatalf("TryAcquire: %v", err)

@@ -19,7 +19,11 @@
 //				if cfg.Clock != nil { // not a nil *Clock in a lease.Clock
 //					opts = append(opts, memory.WithClock(cfg.Clock))
 //				}
-//				return memory.New(opts...)
+//				st, err := memory.New(opts...)
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				return st
 //			},
 //			OutcomeAlwaysKnown: true, // or LoseAnswer: how the store can lose a write's answer
 //		})

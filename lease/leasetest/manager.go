@@ -35,8 +35,8 @@ func (s suite) testManager(t *testing.T) {
 // owner; Release ends the lease's context with ErrReleased and frees the name.
 func (s suite) testManagerTryAcquire(t *testing.T) {
 	st := s.openReal(t)
-	m1 := lease.NewManager(st, lease.WithOwner("manager-1"))
-	m2 := lease.NewManager(st, lease.WithOwner("manager-2"))
+	m1 := newManager(t, st, lease.WithOwner("manager-1"))
+	m2 := newManager(t, st, lease.WithOwner("manager-2"))
 	l, err := m1.TryAcquire(t.Context(), "manager/try", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func (s suite) testManagerTryAcquire(t *testing.T) {
 // holder releases it, before its context ends.
 func (s suite) testManagerAcquireWoken(t *testing.T) {
 	st := s.openReal(t)
-	first, err := lease.NewManager(st).TryAcquire(t.Context(), "manager/woken", time.Minute)
+	first, err := newManager(t, st).TryAcquire(t.Context(), "manager/woken", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func (s suite) testManagerAcquireWoken(t *testing.T) {
 	}
 	c := make(chan result, 1)
 	go func() {
-		l, err := lease.NewManager(st).Acquire(ctx, "manager/woken", time.Minute)
+		l, err := newManager(t, st).Acquire(ctx, "manager/woken", time.Minute)
 		c <- result{l, err}
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -128,13 +128,13 @@ func (s suite) testManagerKeepAlive(t *testing.T) {
 // trying to take it. It fails the test on a safety violation and returns an
 // error if the lease ended.
 func keepAliveFor(t *testing.T, st lease.Store, name string, ttl, d time.Duration) error {
-	l, err := lease.NewManager(st, lease.WithOwner("keeper")).TryAcquire(t.Context(), name, ttl)
+	l, err := newManager(t, st, lease.WithOwner("keeper")).TryAcquire(t.Context(), name, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer releaseQuietly(t, l)
 	l.KeepAlive()
-	other := lease.NewManager(st)
+	other := newManager(t, st)
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		time.Sleep(ttl / 6)
 		if err := l.Err(); err != nil {
@@ -157,7 +157,7 @@ func keepAliveFor(t *testing.T, st lease.Store, name string, ttl, d time.Duratio
 // with a cause matching ErrLost and token.ErrStale; other errors do not.
 func (s suite) testManagerFenced(t *testing.T) {
 	st := s.openReal(t)
-	l, err := lease.NewManager(st).TryAcquire(t.Context(), "manager/fenced", time.Minute)
+	l, err := newManager(t, st).TryAcquire(t.Context(), "manager/fenced", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func (s suite) testManagerLocalDeadline(t *testing.T) {
 	const ttl = 200 * time.Millisecond
 	st := s.openReal(t)
 	before := time.Now()
-	l, err := lease.NewManager(st).TryAcquire(t.Context(), "manager/deadline", ttl)
+	l, err := newManager(t, st).TryAcquire(t.Context(), "manager/deadline", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func (s suite) testManagerLocalDeadline(t *testing.T) {
 func (s suite) testManagerRenew(t *testing.T) {
 	const ttl = 2 * time.Second
 	st := s.openReal(t)
-	l, err := lease.NewManager(st).TryAcquire(t.Context(), "manager/renew", ttl)
+	l, err := newManager(t, st).TryAcquire(t.Context(), "manager/renew", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func (s suite) testManagerRenew(t *testing.T) {
 // deadline, an Acquire given up) leave no goroutine behind.
 func (s suite) testManagerGoroutines(t *testing.T) {
 	st := s.openReal(t)
-	m := lease.NewManager(st)
+	m := newManager(t, st)
 	warm, err := m.TryAcquire(t.Context(), "manager/goroutines/warm", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -309,4 +309,15 @@ func waitEnded(t *testing.T, l *lease.Lease) {
 	case <-time.After(timeout):
 		t.Fatalf("the context of lease %q has not ended after %v", l.Name(), timeout)
 	}
+}
+
+// newManager returns a new Manager over st; an error from NewManager fails
+// the test.
+func newManager(t testing.TB, st lease.Store, opts ...lease.Option) *lease.Manager {
+	t.Helper()
+	m, err := lease.NewManager(st, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

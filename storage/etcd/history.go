@@ -37,7 +37,7 @@ import (
 // WithHistory keeps at most maxEvents events of history, none older than
 // maxAge (defaults lease.DefaultHistoryMaxEvents and
 // lease.DefaultHistoryMaxAge). maxEvents 0 turns the history off; maxAge 0
-// keeps events of any age.
+// keeps events of any age; negative values are lease.ErrInvalid from Open.
 func WithHistory(maxEvents int, maxAge time.Duration) Option {
 	return func(c *config) { c.historyMax, c.historyAge = maxEvents, maxAge }
 }

@@ -150,7 +150,7 @@ func TestFencedKeyDeletedByHand(t *testing.T) {
 // own transaction). The mutant quota-off must fail it.
 func TestKVQuotaRace(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	st := mustOpen(t, c, etcd.WithQuota(etcd.Quota{MaxKVKeys: 5}))
+	st := mustOpen(t, c, etcd.WithMaxKVKeys(5))
 	ctx := t.Context()
 	g, err := st.Acquire(ctx, lease.AcquireRequest{Name: "lock", Holder: holder(0), TTL: time.Minute})
 	if err != nil {

@@ -34,7 +34,7 @@ type config struct {
 	password       string
 	tls            *tls.Config
 	tlsFiles       *tlsFiles
-	quota          Quota         // quota.go
+	quota          quota         // quota.go
 	historyMax     int           // history.go: events kept; 0 turns it off
 	historyAge     time.Duration // history.go: the oldest kept; 0: any age
 }
@@ -68,15 +68,17 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // lease on it expires. Zero (the default) turns it off.
 func WithLockDelay(d time.Duration) Option { return func(c *config) { c.lockDelay = d } }
 
-// WithLogger sets the logger (default: none).
+// WithLogger sets the logger. Without it, or with a nil logger, nothing is
+// logged.
 func WithLogger(l log.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithDialTimeout bounds the first connection to the cluster (default 5 s).
+// WithDialTimeout bounds the first connection to the cluster (zero: the
+// default, 5 s; negative is lease.ErrInvalid from Open).
 func WithDialTimeout(d time.Duration) Option { return func(c *config) { c.dialTimeout = d } }
 
-// WithRequestTimeout bounds each request to the cluster (default 5 s), so
-// that a cluster without quorum answers lease.ErrUnavailable instead of
-// leaving the caller waiting.
+// WithRequestTimeout bounds each request to the cluster (zero: the default,
+// 5 s; negative is lease.ErrInvalid from Open), so that a cluster without
+// quorum answers lease.ErrUnavailable instead of leaving the caller waiting.
 func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
 
 // WithAuth logs in to the cluster as username with password.
@@ -114,8 +116,17 @@ func (c *config) validate() error {
 	if err := c.quota.validate(); err != nil {
 		return err
 	}
-	if c.dialTimeout <= 0 || c.requestTimeout <= 0 {
-		return invalidf("timeouts must be positive")
+	if c.historyMax < 0 || c.historyAge < 0 {
+		return invalidf("history retention %d events, %v is negative", c.historyMax, c.historyAge)
+	}
+	if c.dialTimeout < 0 || c.requestTimeout < 0 {
+		return invalidf("timeouts must not be negative")
+	}
+	if c.dialTimeout == 0 {
+		c.dialTimeout = DefaultDialTimeout
+	}
+	if c.requestTimeout == 0 {
+		c.requestTimeout = DefaultRequestTimeout
 	}
 	if (c.username == "") != (c.password == "") {
 		return invalidf("a username needs a password and a password a username")

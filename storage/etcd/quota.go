@@ -10,40 +10,46 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Quota bounds what a prefix holds in the cluster, as storage/sqlite's
-// Quota bounds a file: a zero field means no bound; a write over a bound
+// quota bounds what a prefix holds in the cluster (WithMaxLeases,
+// WithMaxKVKeys, WithMaxKVBytes), as storage/sqlite's options of the same
+// names bound a file: a zero field means no bound; a write over a bound
 // fails with an error matching lease.ErrQuota and writes nothing.
-type Quota struct {
-	// MaxLeases bounds the lease keys: an acquire of a name that has no
-	// lease key is refused while the prefix holds MaxLeases of them (a
-	// holder's re-acquire, a renew, a release and an acquire of a held name
-	// always pass). The count is read just before the grant, not inside its
-	// transaction, so grants in flight at the same moment through several
-	// stores can each pass it: the bound can be overrun by as many acquires
-	// as run at once, never more. A lease key of an expired lease counts
-	// until it is gone.
-	MaxLeases int
-
-	// MaxKVKeys bounds the fenced keys (a deleted one keeps its highest
-	// token and still counts), and MaxKVBytes the bytes of their names and
-	// values. Both are exact: a fenced write compares the usage key
-	// (<prefix>/kvusage), which it rewrites in its own transaction.
+type quota struct {
+	MaxLeases  int
 	MaxKVKeys  int
 	MaxKVBytes int64
 }
 
-// WithQuota sets the store's quota (default: none). Bounds must not be
-// negative.
-func WithQuota(q Quota) Option { return func(c *config) { c.quota = q } }
+// WithMaxLeases bounds the lease keys: an acquire of a name that has no
+// lease key is refused with an error matching lease.ErrQuota while the
+// prefix holds n of them (a holder's re-acquire, a renew, a release and an
+// acquire of a held name always pass). The count is read just before the
+// grant, not inside its transaction, so grants in flight at the same moment
+// through several stores can each pass it: the bound can be overrun by as
+// many acquires as run at once, never more. A lease key of an expired lease
+// counts until it is gone. Zero, the default, means no bound; negative is
+// lease.ErrInvalid from Open.
+func WithMaxLeases(n int) Option { return func(c *config) { c.quota.MaxLeases = n } }
 
-func (q Quota) validate() error {
+// WithMaxKVKeys bounds the fenced keys (a deleted one keeps its highest
+// token and still counts). It is exact: a fenced write compares the usage
+// key (<prefix>/kvusage), which it rewrites in its own transaction. Zero,
+// the default, means no bound; negative is lease.ErrInvalid from Open.
+func WithMaxKVKeys(n int) Option { return func(c *config) { c.quota.MaxKVKeys = n } }
+
+// WithMaxKVBytes bounds the bytes of the fenced keys' names and values,
+// exactly as WithMaxKVKeys. Zero, the default, means no bound; negative is
+// lease.ErrInvalid from Open.
+func WithMaxKVBytes(n int64) Option { return func(c *config) { c.quota.MaxKVBytes = n } }
+
+func (q quota) validate() error {
 	if q.MaxLeases < 0 || q.MaxKVKeys < 0 || q.MaxKVBytes < 0 {
 		return invalidf("quota %+v has a negative bound", q)
 	}
 	return nil
 }
 
-func (q Quota) kv() bool { return q.MaxKVKeys > 0 || q.MaxKVBytes > 0 }
+func (q quota) kv() bool { return q.MaxKVKeys > 0 || q.MaxKVBytes > 0 }
 
 // leaseQuota refuses an acquire of name while the prefix holds
 // MaxLeases lease keys and none of them is name's.

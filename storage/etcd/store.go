@@ -54,7 +54,9 @@ var (
 func Open(endpoints []string, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

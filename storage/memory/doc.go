@@ -23,7 +23,13 @@
 // process; expiry is noticed by polling with a jittered backoff of at most
 // 250 ms.
 //
-//	s := memory.New()
-//	m := lease.NewManager(s)
+//	s, err := memory.New()
+//	if err != nil {
+//		return err // lease.ErrInvalid: an option out of range
+//	}
+//	m, err := lease.NewManager(s)
+//	if err != nil {
+//		return err
+//	}
 //	l, err := m.TryAcquire(ctx, "reports/daily", 30*time.Second)
 package memory

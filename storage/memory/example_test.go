@@ -12,8 +12,21 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	st := memory.New()
-	m := lease.NewManager(st, lease.WithOwner("worker-1"))
+	st, err := memory.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m, err := lease.NewManager(st, lease.WithOwner("worker-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	other, err := lease.NewManager(st, lease.WithOwner("worker-2"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	l, err := m.TryAcquire(ctx, "jobs/nightly", 30*time.Second)
 	if err != nil {
@@ -22,7 +35,7 @@ func Example() {
 	}
 	fmt.Println("token", l.Token())
 
-	_, err = lease.NewManager(st).TryAcquire(ctx, "jobs/nightly", 30*time.Second)
+	_, err = other.TryAcquire(ctx, "jobs/nightly", 30*time.Second)
 	var held *lease.HeldError
 	fmt.Println(errors.As(err, &held), held.Owner)
 

@@ -14,7 +14,10 @@ import (
 // the next one (free after a newer token).
 func ExampleStore_Watch() {
 	ctx := context.Background()
-	st := memory.New()
+	st, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
 	var w lease.Watcher = st
 
 	cur, _ := w.Watch(ctx, "jobs/nightly", lease.State{}) // the state now

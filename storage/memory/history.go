@@ -22,9 +22,9 @@ type history struct {
 // WithHistory keeps at most maxEvents events of history, none older than
 // maxAge (defaults lease.DefaultHistoryMaxEvents and
 // lease.DefaultHistoryMaxAge). maxEvents 0 turns the history off; maxAge 0
-// keeps events of any age.
+// keeps events of any age; negative values are lease.ErrInvalid from New.
 func WithHistory(maxEvents int, maxAge time.Duration) Option {
-	return func(s *Store) { s.history.max, s.history.maxAge = max(maxEvents, 0), max(maxAge, 0) }
+	return func(c *config) { c.historyMax, c.historyAge = maxEvents, maxAge }
 }
 
 // record appends e, at now on the store's clock unless e.Time is set, and

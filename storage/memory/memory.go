@@ -48,45 +48,72 @@ type entry struct {
 	lockDelay time.Duration
 }
 
-// Option configures a Store.
-type Option func(*Store)
+// Option configures a Store (New). New checks the options and returns
+// lease.ErrInvalid for a value out of range.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	clock      lease.Clock
+	lockDelay  time.Duration
+	historyMax int           // history.go: events kept; 0 turns it off
+	historyAge time.Duration // history.go: the oldest kept; 0: any age
+}
 
 // WithClock makes c the store's clock, the only clock that decides expiry. A
-// nil c keeps the default: the process's monotonic clock.
+// nil c means the default: the process's monotonic clock.
 func WithClock(c lease.Clock) Option {
-	return func(s *Store) {
-		if c != nil {
-			s.clock = c
-		}
-	}
+	return func(cfg *config) { cfg.clock = c }
 }
 
 // WithLockDelay sets the lock-delay of leases whose AcquireRequest names
 // none: the name stays unavailable for d after such a lease expires (not
 // after a clean release), so that writes the lost holder still has in flight
-// drain before anyone else gets the name. Zero or negative d turns it off, the
-// default. A request's own LockDelay is kept with its lease.
+// drain before anyone else gets the name. Zero, the default, turns it off;
+// at most lease.MaxLockDelay, whole milliseconds. A request's own LockDelay
+// is kept with its lease.
 func WithLockDelay(d time.Duration) Option {
-	return func(s *Store) { s.lockDelay = max(d, 0) }
+	return func(cfg *config) { cfg.lockDelay = d }
 }
 
-// New returns an empty store whose first token is 1.
-func New(opts ...Option) *Store {
-	s := &Store{
-		leases:  make(map[string]*entry),
-		waiters: make(map[string]*waiters),
-		revoked: make(map[string]*lease.RevokedError),
-		history: history{max: lease.DefaultHistoryMaxEvents, maxAge: lease.DefaultHistoryMaxAge},
-		watches: make(map[string]chan struct{}),
-		ended:   make(map[string]ended),
+// validate checks the options.
+func (c *config) validate() error {
+	switch {
+	case c.lockDelay < 0 || c.lockDelay > lease.MaxLockDelay:
+		return fmt.Errorf("%w: lock delay %v is out of bounds [0, %v]", lease.ErrInvalid, c.lockDelay, lease.MaxLockDelay)
+	case c.lockDelay%time.Millisecond != 0:
+		return fmt.Errorf("%w: lock delay %v is not a whole number of milliseconds", lease.ErrInvalid, c.lockDelay)
+	case c.historyMax < 0 || c.historyAge < 0:
+		return fmt.Errorf("%w: history retention %d events, %v is negative", lease.ErrInvalid, c.historyMax, c.historyAge)
 	}
+	return nil
+}
+
+// New returns an empty store whose first token is 1. Errors: lease.ErrInvalid
+// for an option out of range.
+func New(opts ...Option) (*Store, error) {
+	cfg := config{historyMax: lease.DefaultHistoryMaxEvents, historyAge: lease.DefaultHistoryMaxAge}
 	for _, o := range opts {
-		o(s)
+		if o != nil {
+			o(&cfg)
+		}
 	}
-	if s.clock == nil {
-		s.clock = newProcessClock()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("memory: new: %w", err)
 	}
-	return s
+	if cfg.clock == nil {
+		cfg.clock = newProcessClock()
+	}
+	return &Store{
+		clock:     cfg.clock,
+		lockDelay: cfg.lockDelay,
+		leases:    make(map[string]*entry),
+		waiters:   make(map[string]*waiters),
+		revoked:   make(map[string]*lease.RevokedError),
+		history:   history{max: cfg.historyMax, maxAge: cfg.historyAge},
+		watches:   make(map[string]chan struct{}),
+		ended:     make(map[string]ended),
+	}, nil
 }
 
 // Renew extends the live lease on req.Name held by req.Holder with

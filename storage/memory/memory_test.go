@@ -20,5 +20,15 @@ func open(t testing.TB, cfg leasetest.Config) lease.Store {
 	if cfg.Clock != nil { // a nil *leasetest.Clock in a lease.Clock would not be nil
 		opts = append(opts, memory.WithClock(cfg.Clock))
 	}
-	return memory.New(opts...)
+	return newStore(t, opts...)
+}
+
+// newStore returns a new store; an error from New fails the test.
+func newStore(t testing.TB, opts ...memory.Option) *memory.Store {
+	t.Helper()
+	st, err := memory.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

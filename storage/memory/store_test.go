@@ -30,7 +30,7 @@ func mustAcquire(t *testing.T, st lease.Store, name, holder string, ttl time.Dur
 // once, not at its next poll. (Virtual time: exact.)
 func TestWaitWokenAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memory.New()
+		st := newStore(t)
 		g := mustAcquire(t, st, "a", "h1", time.Hour)
 		got := make(chan time.Time)
 		go func() {
@@ -55,7 +55,7 @@ func TestWaitWokenAtOnce(t *testing.T) {
 // polls, at most 250 ms apart.
 func TestWaitPollsForExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memory.New()
+		st := newStore(t)
 		start := time.Now()
 		mustAcquire(t, st, "a", "h1", time.Second)
 		if _, err := acquire(t.Context(), st, "a", "h2", time.Second, 30*time.Second); err != nil {
@@ -70,7 +70,7 @@ func TestWaitPollsForExpiry(t *testing.T) {
 // TestWaitRunsOut: the wait ends at req.Wait with ErrHeld, exactly.
 func TestWaitRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memory.New()
+		st := newStore(t)
 		mustAcquire(t, st, "a", "h1", time.Hour)
 		start := time.Now()
 		_, err := acquire(t.Context(), st, "a", "h2", time.Second, 3*time.Second)
@@ -83,7 +83,7 @@ func TestWaitRunsOut(t *testing.T) {
 // TestTokenSpaceExhausted: the counter never passes token.Max; at the top,
 // grants are refused as unavailable and nothing is written.
 func TestTokenSpaceExhausted(t *testing.T) {
-	st := memory.New()
+	st := newStore(t)
 	st.SetCounter(token.Max - 1)
 	if g := mustAcquire(t, st, "a", "h1", time.Minute); g.Token != token.Max {
 		t.Errorf("token = %d, want %d", g.Token, token.Max)
@@ -101,7 +101,7 @@ func TestTokenSpaceExhausted(t *testing.T) {
 // its full TTL from when the store sees the new epoch.
 func TestReboot(t *testing.T) {
 	clk := leasetest.NewClock()
-	st := memory.New(memory.WithClock(clk))
+	st := newStore(t, memory.WithClock(clk))
 	mustAcquire(t, st, "a", "h1", 10*time.Second)
 	clk.Advance(5 * time.Second)
 	clk.Reboot("boot-2", time.Minute, time.Hour)
@@ -122,7 +122,7 @@ func TestReboot(t *testing.T) {
 // its lease expired, so its in-flight writes must drain like anyone's.
 func TestLockDelayFormerHolder(t *testing.T) {
 	clk := leasetest.NewClock()
-	st := memory.New(memory.WithClock(clk), memory.WithLockDelay(5*time.Second))
+	st := newStore(t, memory.WithClock(clk), memory.WithLockDelay(5*time.Second))
 	g := mustAcquire(t, st, "a", "h1", 10*time.Second)
 	clk.Advance(11 * time.Second)
 	if _, err := acquire(t.Context(), st, "a", "h1", time.Second, 0); !errors.Is(err, lease.ErrHeld) {
@@ -135,9 +135,9 @@ func TestLockDelayFormerHolder(t *testing.T) {
 }
 
 func TestOptionDefaults(t *testing.T) {
-	// A nil clock and a negative lock-delay keep the defaults: the real
-	// clock, no lock-delay.
-	st := memory.New(memory.WithClock(nil), memory.WithLockDelay(-time.Second))
+	// A nil clock and a zero lock-delay mean the defaults: the real clock,
+	// no lock-delay.
+	st := newStore(t, memory.WithClock(nil), memory.WithLockDelay(0), nil)
 	before := time.Now()
 	g := mustAcquire(t, st, "a", "h1", lease.MinTTL)
 	if g.Expires.Before(before.Add(lease.MinTTL).Add(-time.Second)) || g.Expires.After(time.Now().Add(lease.MinTTL+time.Second)) {
@@ -153,5 +153,27 @@ func TestOptionDefaults(t *testing.T) {
 		} else if i == 100 {
 			t.Fatalf("still %v a second after a 10ms lease", err)
 		}
+	}
+}
+
+// TestBadOptions: an option out of range is lease.ErrInvalid from New, which
+// returns no store.
+func TestBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  memory.Option
+	}{
+		{"negative lock-delay", memory.WithLockDelay(-time.Second)},
+		{"lock-delay over the maximum", memory.WithLockDelay(lease.MaxLockDelay + time.Millisecond)},
+		{"lock-delay not whole milliseconds", memory.WithLockDelay(time.Microsecond)},
+		{"negative history events", memory.WithHistory(-1, 0)},
+		{"negative history age", memory.WithHistory(10, -time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := memory.New(tc.opt)
+			if !errors.Is(err, lease.ErrInvalid) || st != nil {
+				t.Fatalf("New = %v, %v; want nil, lease.ErrInvalid", st, err)
+			}
+		})
 	}
 }

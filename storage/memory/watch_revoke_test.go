@@ -6,13 +6,12 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
-	"github.com/picketlock/picket/storage/memory"
 )
 
 // TestWatchRevoked: a watch waiting on a held name answers when the lease
 // is revoked, free after its token with the reason "revoked".
 func TestWatchRevoked(t *testing.T) {
-	s := memory.New()
+	s := newStore(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	g, err := s.Acquire(ctx, lease.AcquireRequest{Name: "revoked/watched", Holder: "holder-a", TTL: time.Hour})

@@ -20,7 +20,11 @@ import (
 func TestFailedSyncHealthz(t *testing.T) {
 	ffs := faultfs.StartT(t)
 	s := mustOpenPath(t, filepath.Join(ffs.Dir(), "picket.db"))
-	srv := httptest.NewServer(httpapi.NewServer(s))
+	h, err := httpapi.NewServer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	call := func(method, path, body string) (int, map[string]any) {
 		t.Helper()

@@ -20,7 +20,11 @@ import (
 // while every grant fails, which is how a full disk went unseen.
 func TestHealthzTruthful(t *testing.T) {
 	s := mustOpen(t)
-	srv := httptest.NewServer(httpapi.NewServer(s, httpapi.WithKV(s)))
+	h, err := httpapi.NewServer(s, httpapi.WithKV(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	call := func(method, path, body string) (int, string) {
 		t.Helper()

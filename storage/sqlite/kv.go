@@ -31,7 +31,7 @@ const MaxValueLen = 1 << 20
 // issued": one mistyped token must not lock a key for good) or a value over
 // MaxValueLen (nothing is written); a *token.StaleError (token.ErrStale)
 // carrying the highest token when tok is lower; lease.ErrQuota when the
-// write would go over WithQuota's keys or bytes; ErrClosed, a *FailedError
+// write would go over WithMaxKVKeys or WithMaxKVBytes; ErrClosed, a *FailedError
 // or another error matching lease.ErrUnavailable; or ctx's error.
 func (s *Store) PutFenced(ctx context.Context, key string, value []byte, tok token.Token) error {
 	if err := storekit.ValidateName(key); err != nil {

@@ -95,10 +95,14 @@ func TestOpenRefuses(t *testing.T) {
 		{"uri", "file:" + path, nil},
 		{"memory uri", "file::memory:?cache=shared", nil},
 		{"negative lock delay", path, []sqlite.Option{sqlite.WithLockDelay(-time.Second)}},
-		{"zero busy timeout", path, []sqlite.Option{sqlite.WithBusyTimeout(0)}},
-		{"zero max batch", path, []sqlite.Option{sqlite.WithMaxBatch(0)}},
-		{"zero read conns", path, []sqlite.Option{sqlite.WithReadConns(0)}},
-		{"nil logger", path, []sqlite.Option{sqlite.WithLogger(nil)}},
+		{"lock delay over the maximum", path, []sqlite.Option{sqlite.WithLockDelay(lease.MaxLockDelay + time.Millisecond)}},
+		{"negative busy timeout", path, []sqlite.Option{sqlite.WithBusyTimeout(-time.Second)}},
+		{"negative max batch", path, []sqlite.Option{sqlite.WithMaxBatch(-1)}},
+		{"negative read conns", path, []sqlite.Option{sqlite.WithReadConns(-1)}},
+		{"negative history", path, []sqlite.Option{sqlite.WithHistory(-1, 0)}},
+		{"negative max leases", path, []sqlite.Option{sqlite.WithMaxLeases(-1)}},
+		{"negative max kv keys", path, []sqlite.Option{sqlite.WithMaxKVKeys(-1)}},
+		{"negative max kv bytes", path, []sqlite.Option{sqlite.WithMaxKVBytes(-1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := sqlite.Open(tc.path, tc.opts...)
@@ -112,6 +116,19 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused Open created the file: %v", err)
+	}
+}
+
+// TestOpenZeroAndNil: zero counts and durations mean the documented
+// defaults and a nil logger, clock or option means no logging, the default
+// clock, nothing (decision 2 of issue 26; Open refused them before).
+func TestOpenZeroAndNil(t *testing.T) {
+	s := mustOpenPath(t, filepath.Join(t.TempDir(), "picket.db"), nil,
+		sqlite.WithBusyTimeout(0), sqlite.WithMaxBatch(0), sqlite.WithReadConns(0),
+		sqlite.WithLogger(nil), sqlite.WithClock(nil),
+		sqlite.WithMaxLeases(0), sqlite.WithMaxKVKeys(0), sqlite.WithMaxKVBytes(0))
+	for i := range 3 {
+		acquire(t, s, fmt.Sprint("zero/", i), "h", time.Minute) // no lease quota
 	}
 }
 

@@ -37,7 +37,7 @@ type config struct {
 	maxBatch    int
 	readConns   int
 	batchHook   func(size int, took time.Duration)
-	quota       Quota         // quota.go
+	quota       quota         // quota.go
 	tokenFloor  token.Token   // backup.go
 	overlayRisk bool          // fsys.go
 	historyMax  int           // history.go: events kept; 0 turns it off
@@ -56,7 +56,8 @@ func defaultConfig() config {
 	}
 }
 
-// WithClock sets the clock that decides expiry (default: SystemClock()).
+// WithClock sets the clock that decides expiry (default, also for a nil
+// clock: SystemClock()).
 // Every process sharing a file must use clocks that agree.
 func WithClock(c lease.Clock) Option { return func(cfg *config) { cfg.clock = c } }
 
@@ -70,21 +71,22 @@ func WithClock(c lease.Clock) Option { return func(cfg *config) { cfg.clock = c 
 // milliseconds.
 func WithLockDelay(d time.Duration) Option { return func(cfg *config) { cfg.lockDelay = d } }
 
-// WithLogger sets the logger (default: none). The store logs failed batches
-// and the moment it fails closed.
+// WithLogger sets the logger. The store logs failed batches and the moment
+// it fails closed. Without it, or with a nil logger, nothing is logged.
 func WithLogger(l log.Logger) Option { return func(cfg *config) { cfg.logger = l } }
 
 // WithBusyTimeout sets how long a write waits for another process holding
-// the file's write lock (SQLite's busy_timeout; default DefaultBusyTimeout).
-// Must be positive.
+// the file's write lock (SQLite's busy_timeout). Zero means the default,
+// DefaultBusyTimeout; negative is lease.ErrInvalid from Open.
 func WithBusyTimeout(d time.Duration) Option { return func(cfg *config) { cfg.busyTimeout = d } }
 
-// WithMaxBatch sets the most operations one transaction carries (default
-// DefaultMaxBatch). Must be at least 1; 1 turns group commit off.
+// WithMaxBatch sets the most operations one transaction carries; 1 turns
+// group commit off. Zero means the default, DefaultMaxBatch; negative is
+// lease.ErrInvalid from Open.
 func WithMaxBatch(n int) Option { return func(cfg *config) { cfg.maxBatch = n } }
 
-// WithReadConns sets the size of the read-only connection pool (default
-// DefaultReadConns). Must be at least 1.
+// WithReadConns sets the size of the read-only connection pool. Zero means
+// the default, DefaultReadConns; negative is lease.ErrInvalid from Open.
 func WithReadConns(n int) Option { return func(cfg *config) { cfg.readConns = n } }
 
 // WithBatchHook calls hook after every committed batch with the number of
@@ -96,25 +98,40 @@ func WithBatchHook(hook func(size int, took time.Duration)) Option {
 	return func(cfg *config) { cfg.batchHook = hook }
 }
 
+// validate checks the options and puts the defaults in place of zero
+// values and a nil logger.
 func (c *config) validate() error {
 	switch {
 	case c.lockDelay < 0 || c.lockDelay > lease.MaxLockDelay:
 		return invalidf("lock delay %v is out of bounds [0, %v]", c.lockDelay, lease.MaxLockDelay)
 	case c.lockDelay%time.Millisecond != 0:
 		return invalidf("lock delay %v is not a whole number of milliseconds", c.lockDelay)
-	case c.busyTimeout <= 0:
-		return invalidf("busy timeout %v is not positive", c.busyTimeout)
-	case c.maxBatch < 1:
-		return invalidf("max batch %d is below 1", c.maxBatch)
-	case c.readConns < 1:
-		return invalidf("read connections %d is below 1", c.readConns)
-	case c.logger == nil:
-		return invalidf("logger is nil")
+	case c.busyTimeout < 0:
+		return invalidf("busy timeout %v is negative", c.busyTimeout)
+	case c.maxBatch < 0:
+		return invalidf("max batch %d is negative", c.maxBatch)
+	case c.readConns < 0:
+		return invalidf("read connections %d is negative", c.readConns)
 	case c.historyMax < 0 || c.historyAge < 0:
 		return invalidf("history retention %d events, %v is negative", c.historyMax, c.historyAge)
 	}
 	if err := c.quota.validate(); err != nil {
 		return err
 	}
-	return validateFloor(c.tokenFloor)
+	if err := validateFloor(c.tokenFloor); err != nil {
+		return err
+	}
+	if c.busyTimeout == 0 {
+		c.busyTimeout = DefaultBusyTimeout
+	}
+	if c.maxBatch == 0 {
+		c.maxBatch = DefaultMaxBatch
+	}
+	if c.readConns == 0 {
+		c.readConns = DefaultReadConns
+	}
+	if c.logger == nil {
+		c.logger = log.NewNopLogger()
+	}
+	return nil
 }

@@ -174,7 +174,7 @@ func (b *batch) serveRow(name string, w waiterRow) (bool, error) {
 }
 
 // roomForLease reports whether a hand-over may grant a new lease: the
-// token space is not spent, and WithQuota's MaxLeases is not reached.
+// token space is not spent, and WithMaxLeases is not reached.
 func (b *batch) roomForLease() (bool, error) {
 	if b.counter >= token.Max {
 		return false, nil

@@ -8,39 +8,40 @@ import (
 	"github.com/picketlock/picket/lease"
 )
 
-// Quota bounds what a store holds, so that a client (or a bug) cannot grow
-// the file without end. A zero field means no bound. A write that would go
-// over a bound fails with an error matching lease.ErrQuota and writes
-// nothing; the check runs inside the write's own transaction, so it holds
-// however many writers race.
-type Quota struct {
-	// MaxLeases bounds the live leases: an acquire that would grant a new
-	// lease beyond it is refused (a holder's re-acquire, a renew and a
-	// release always pass).
-	MaxLeases int
-
-	// MaxKVKeys bounds the fenced keys. A deleted key keeps its row (it
-	// keeps its highest token) and still counts.
-	MaxKVKeys int
-
-	// MaxKVBytes bounds the bytes of fenced keys and values together.
+// quota bounds what a store holds, so that a client (or a bug) cannot grow
+// the file without end (WithMaxLeases, WithMaxKVKeys, WithMaxKVBytes). A
+// zero field means no bound. A write that would go over a bound fails with
+// an error matching lease.ErrQuota and writes nothing; the check runs inside
+// the write's own transaction, so it holds however many writers race.
+type quota struct {
+	MaxLeases  int
+	MaxKVKeys  int
 	MaxKVBytes int64
 }
 
-// WithQuota sets the store's quota (default: none). Bounds must not be
-// negative.
-func WithQuota(q Quota) Option {
-	return func(cfg *config) { cfg.quota = q }
-}
+// WithMaxLeases bounds the live leases: an acquire that would grant a new
+// lease beyond n is refused with an error matching lease.ErrQuota (a
+// holder's re-acquire, a renew and a release always pass). Zero, the
+// default, means no bound; negative is lease.ErrInvalid from Open.
+func WithMaxLeases(n int) Option { return func(cfg *config) { cfg.quota.MaxLeases = n } }
 
-func (q Quota) validate() error {
+// WithMaxKVKeys bounds the fenced keys. A deleted key keeps its row (it
+// keeps its highest token) and still counts. Zero, the default, means no
+// bound; negative is lease.ErrInvalid from Open.
+func WithMaxKVKeys(n int) Option { return func(cfg *config) { cfg.quota.MaxKVKeys = n } }
+
+// WithMaxKVBytes bounds the bytes of fenced keys and values together. Zero,
+// the default, means no bound; negative is lease.ErrInvalid from Open.
+func WithMaxKVBytes(n int64) Option { return func(cfg *config) { cfg.quota.MaxKVBytes = n } }
+
+func (q quota) validate() error {
 	if q.MaxLeases < 0 || q.MaxKVKeys < 0 || q.MaxKVBytes < 0 {
 		return invalidf("quota %+v has a negative bound", q)
 	}
 	return nil
 }
 
-func (q Quota) kv() bool { return q.MaxKVKeys > 0 || q.MaxKVBytes > 0 }
+func (q quota) kv() bool { return q.MaxKVKeys > 0 || q.MaxKVBytes > 0 }
 
 // kvUsage is what the fenced keys hold.
 type kvUsage struct {
@@ -69,7 +70,7 @@ type batchQuota struct {
 	kv        kvUsage
 }
 
-// acquireInQuota is acquire within WithQuota's MaxLeases. At the bound, an
+// acquireInQuota is acquire within WithMaxLeases. At the bound, an
 // acquire on a name with a live lease goes ahead (a re-acquire of the
 // holder's own, or a held answer) and any other is refused.
 func (b *batch) acquireInQuota(o *op) (result, error) {
@@ -120,7 +121,7 @@ func (b *batch) releaseCounted(o *op) (result, error) {
 }
 
 // kvQuota checks a fenced write of a value of size bytes (0 for a delete)
-// against WithQuota's MaxKVKeys and MaxKVBytes, and counts it if it fits.
+// against WithMaxKVKeys and WithMaxKVBytes, and counts it if it fits.
 // It returns a result to answer with when the write is refused: over the
 // quota, or stale (the write would not happen anyway).
 func (b *batch) kvQuota(o *op, size int64) (*result, error) {

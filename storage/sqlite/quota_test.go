@@ -18,9 +18,9 @@ import (
 // through a store without the quota: all four go in.
 func TestQuotaTwoStores(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "picket.db")
-	q := sqlite.WithQuota(sqlite.Quota{MaxKVKeys: 3, MaxLeases: 2})
-	a := mustOpenPath(t, path, q)
-	b := mustOpenPath(t, path, q)
+	q := []sqlite.Option{sqlite.WithMaxKVKeys(3), sqlite.WithMaxLeases(2)}
+	a := mustOpenPath(t, path, q...)
+	b := mustOpenPath(t, path, q...)
 	ctx := ctxT(t)
 	g := acquire(t, a, "lease-a", "h", time.Hour) // token 1, and a lease
 	acquire(t, b, "lease-b", "h", time.Hour)      // a second lease, through b

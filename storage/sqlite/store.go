@@ -28,7 +28,7 @@ type Store struct {
 	busy      time.Duration
 	maxBatch  int
 	batchHook func(int, time.Duration)
-	quota     Quota        // quota.go
+	quota     quota        // quota.go
 	kvCache   kvCache      // the writer goroutine's only
 	history   historyState // WithHistory (history.go)
 
@@ -79,7 +79,9 @@ var (
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

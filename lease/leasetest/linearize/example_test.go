@@ -18,12 +18,15 @@ import (
 func Example() {
 	ctx := context.Background()
 	clk := leasetest.NewClock()
-	st := memory.New(memory.WithClock(clk))
+	st, err := memory.New(memory.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
 	rec := linearize.NewRecorder(clk)
 	alice, bob := rec.Client(0, st, nil), rec.Client(1, st, nil)
 
 	first, _ := alice.Acquire(ctx, lease.AcquireRequest{Name: "jobs/report", Holder: "alice", TTL: 10 * time.Second})
-	_, err := bob.Acquire(ctx, lease.AcquireRequest{Name: "jobs/report", Holder: "bob", TTL: 10 * time.Second})
+	_, err = bob.Acquire(ctx, lease.AcquireRequest{Name: "jobs/report", Holder: "bob", TTL: 10 * time.Second})
 	fmt.Println("bob while alice holds it:", errors.Is(err, lease.ErrHeld))
 
 	clk.Advance(10 * time.Second) // alice's lease expires

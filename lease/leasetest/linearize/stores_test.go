@@ -144,8 +144,11 @@ func sweeping(tg target, st *sqlite.Store, swept *atomic.Int64) target {
 // 127.0.0.1. Every phase has its own listener: closing it waits for every
 // request the server is still handling, even those whose clients gave up,
 // and then the store is flushed.
-func httpTarget(clk *leasetest.Clock, st *sqlite.Store) target {
-	srv := httpapi.NewServer(st, httpapi.WithKV(st))
+func httpTarget(t testing.TB, clk *leasetest.Clock, st *sqlite.Store) target {
+	srv, err := httpapi.NewServer(st, httpapi.WithKV(st))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ts *httptest.Server
 	return target{
 		clock: clk,
@@ -238,7 +241,7 @@ func TestLinearizableHTTP(t *testing.T) {
 	st := openStore(t, clk)
 	rec := linearize.NewRecorder(clk)
 	w := defaultWorkload(100)
-	stats := w.run(t, httpTarget(clk, st), rec)
+	stats := w.run(t, httpTarget(t, clk, st), rec)
 	checkHistory(t, rec, linearize.Config{})
 	wantExercised(t, stats, "acquire ok", "acquire held", "acquire unknown", "renew ok", "renew lost",
 		"release ok", "put ok", "put stale", "get ok", "get-fenced ok")
@@ -249,7 +252,10 @@ func TestLinearizableHTTP(t *testing.T) {
 // fenced KV.
 func TestLinearizableMemory(t *testing.T) {
 	clk := leasetest.NewClock()
-	st := memory.New(memory.WithClock(clk))
+	st, err := memory.New(memory.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := linearize.NewRecorder(clk)
 	w := defaultWorkload(200)
 	w.keys = nil

@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"encoding/json"
@@ -8,36 +8,28 @@ import (
 )
 
 // EncodeGrant writes g to w as HTTP API v1's grant object, the answer of
-// POST /v1/acquire and /v1/renew, followed by a newline. Tools that print
-// grants (the picket command) use it so scripts read one format everywhere.
-func EncodeGrant(w io.Writer, g lease.Grant) error { return json.NewEncoder(w).Encode(grantToJSON(g)) }
+// POST /v1/acquire and /v1/renew, followed by a newline.
+func EncodeGrant(w io.Writer, g lease.Grant) error { return json.NewEncoder(w).Encode(FromGrant(g)) }
 
 // EncodeInfo writes i as HTTP API v1's info object (GET /v1/leases/{name}).
-func EncodeInfo(w io.Writer, i lease.Info) error { return json.NewEncoder(w).Encode(infoToJSON(i)) }
+func EncodeInfo(w io.Writer, i lease.Info) error { return json.NewEncoder(w).Encode(FromInfo(i)) }
 
 // EncodeList writes infos as HTTP API v1's list object (GET /v1/leases),
 // without a next page.
 func EncodeList(w io.Writer, infos []lease.Info) error {
-	return json.NewEncoder(w).Encode(listToJSON(lease.ListPage{Leases: infos}))
+	return json.NewEncoder(w).Encode(FromList(lease.ListPage{Leases: infos}))
 }
 
 // EncodeEvent writes ev as one event of HTTP API v1's history object (GET
 // /v1/history), followed by a newline: `picket history -json` prints these.
 func EncodeEvent(w io.Writer, ev lease.Event) error {
-	return json.NewEncoder(w).Encode(eventToJSON(ev))
+	return json.NewEncoder(w).Encode(FromEvent(ev))
 }
 
-func eventToJSON(e lease.Event) eventJSON {
-	return eventJSON{Seq: e.Seq, Time: formatTime(e.Time), Kind: string(e.Kind),
-		Name: e.Name, Token: uint64(e.Token), Owner: e.Owner, Reason: e.Reason, By: e.By}
-}
-
-func listToJSON(page lease.ListPage) listJSON {
-	out := listJSON{Leases: make([]infoJSON, 0, len(page.Leases)), Next: page.Next}
-	for _, i := range page.Leases {
-		out.Leases = append(out.Leases, infoToJSON(i))
-	}
-	return out
+// EncodeState writes st as HTTP API v1's watch state (GET
+// /v1/leases/{name}?wait=&after=), on one line: picket watch -json.
+func EncodeState(w io.Writer, st lease.State) error {
+	return json.NewEncoder(w).Encode(FromState(st))
 }
 
 // ListEncoder writes HTTP API v1's list object (GET /v1/leases, without a
@@ -60,7 +52,7 @@ func (e *ListEncoder) Encode(infos []lease.Info) error {
 		e.buf = append(e.buf, `{"leases":[`...)
 	}
 	for _, i := range infos {
-		b, err := json.Marshal(infoToJSON(i))
+		b, err := json.Marshal(FromInfo(i))
 		if err != nil {
 			return err
 		}
