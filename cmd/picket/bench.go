@@ -18,8 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -27,7 +27,7 @@ import (
 // maxBenchDuration bounds -d: every step of a sweep runs that long.
 const maxBenchDuration = 10 * time.Minute
 
-// runBench measures grant throughput (see package benchmarks): a sweep of
+// runBench measures grant throughput (see internal/bench): a sweep of
 // client counts over the chosen workloads, progress on stderr, a table (or
 // JSON rows) on stdout, optionally an SVG chart.
 //
@@ -44,7 +44,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	var tlsF clientTLSFlags // -ca, -cert, -key for an https:// server (tls_client.go)
 	tlsF.register(fs)
 	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
-	d := fs.Duration("d", benchmarks.DefaultDuration, "how long each step runs")
+	d := fs.Duration("d", bench.DefaultDuration, "how long each step runs")
 	names := fs.String("names", "all", "the workloads, comma-separated: distinct (acquire+release, each client its own name), fresh (new names, never released), hot (one name, hand-over), or all")
 	asJSON := fs.Bool("json", false, "print one JSON object per row instead of the table")
 	chart := fs.String("chart", "", "write an SVG chart of grants/s against clients to `file`")
@@ -121,7 +121,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 
 	steps := len(workloads) * len(clients)
 	fmt.Fprintf(e.stderr, "picket bench: %s; %d steps of %v (about %v)\n", where, steps, *d, time.Duration(steps)*(*d))
-	rows, runErr := benchmarks.Run(ctx, benchmarks.Config{
+	rows, runErr := bench.Run(ctx, bench.Config{
 		Store:     store,
 		Clients:   clients,
 		Workloads: workloads,
@@ -129,13 +129,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		// A server or an existing file (-force) is someone's store: leave
 		// no lease on it. A temporary file is deleted anyway.
 		Cleanup: *server != "" || *force,
-		Progress: func(p benchmarks.Progress) {
+		Progress: func(p bench.Progress) {
 			if p.Row != nil {
 				fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d %s\n", p.Elapsed.Seconds(), p.Step, p.Steps, progressLine(*p.Row))
 			}
 		},
 	})
-	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: kind, Where: where, DurationMS: d.Milliseconds(), TTLMS: benchmarks.DefaultTTL.Milliseconds()}); err != nil {
+	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: kind, Where: where, DurationMS: d.Milliseconds(), TTLMS: bench.DefaultTTL.Milliseconds()}); err != nil {
 		return err
 	}
 	if *chart != "" && len(rows) > 0 {
@@ -149,7 +149,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 // parseWorkloads reads -names: workloads, comma-separated, or "all".
 func parseWorkloads(s string) ([]string, error) {
 	if s == "all" {
-		return slices.Clone(benchmarks.DefaultWorkloads), nil
+		return slices.Clone(bench.DefaultWorkloads()), nil
 	}
 	if s == "both" {
 		return nil, usagef("bench: -names both was ambiguous and is gone: say all (every workload) or a list such as distinct,hot")
@@ -157,7 +157,7 @@ func parseWorkloads(s string) ([]string, error) {
 	var out []string
 	for w := range strings.SplitSeq(s, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains(benchmarks.DefaultWorkloads, w) {
+		if !slices.Contains(bench.DefaultWorkloads(), w) {
 			return nil, usagef("bench: -names %q: %q is not a workload (want distinct, fresh, hot, a comma list of them, or all)", s, w)
 		}
 		if !slices.Contains(out, w) {
@@ -172,8 +172,8 @@ func parseClients(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > benchmarks.MaxClients {
-			return nil, usagef("bench: -c %q: %q is not a client count in [1, %d]", s, f, benchmarks.MaxClients)
+		if err != nil || n < 1 || n > bench.MaxClients {
+			return nil, usagef("bench: -c %q: %q is not a client count in [1, %d]", s, f, bench.MaxClients)
 		}
 		out = append(out, n)
 	}
@@ -262,9 +262,9 @@ func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, f
 	}, nil
 }
 
-func progressLine(r benchmarks.Row) string {
+func progressLine(r bench.Row) string {
 	s := fmt.Sprintf("%-8s %4d clients: %9.0f grants/s", r.Names, r.Clients, r.GrantsPerSec)
-	if r.Names != benchmarks.Fresh {
+	if r.Names != bench.Fresh {
 		s += fmt.Sprintf(" %9.0f cycles/s", r.CyclesPerSec)
 	}
 	s += fmt.Sprintf("  p50 %s  p99 %s", msString(r.P50), msString(r.P99))
@@ -285,7 +285,7 @@ type benchSettings struct {
 
 // printRows prints the table, or one JSON object per row: the row's fields
 // and the run's settings.
-func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool, set benchSettings) error {
+func printRows(w io.Writer, rows []bench.Row, asJSON bool, set benchSettings) error {
 	if asJSON {
 		for _, r := range rows {
 			b, err := json.Marshal(r)
@@ -307,7 +307,7 @@ func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool, set benchSetting
 	fmt.Fprintln(tw, "clients\tnames\tgrants/s\tcycles/s\tp50\tp99\tmin share\terrors\t")
 	for _, r := range rows {
 		cycles := "-"
-		if r.Names != benchmarks.Fresh {
+		if r.Names != bench.Fresh {
 			cycles = fmt.Sprintf("%.0f", r.CyclesPerSec)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%d\t\n",
@@ -327,12 +327,12 @@ func msString(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", ms)
 }
 
-func writeChartFile(path, title string, rows []benchmarks.Row) error {
+func writeChartFile(path, title string, rows []bench.Row) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := benchmarks.WriteChart(f, title, rows); err != nil {
+	if err := bench.WriteChart(f, title, rows); err != nil {
 		f.Close()
 		return fmt.Errorf("chart: %w", err)
 	}

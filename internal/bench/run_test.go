@@ -1,4 +1,4 @@
-package benchmarks_test
+package bench_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/memory"
 )
@@ -23,11 +23,11 @@ func ctxT(t testing.TB) context.Context {
 
 func TestRunSweep(t *testing.T) {
 	var progress []string
-	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+	rows, err := bench.Run(ctxT(t), bench.Config{
 		Store:    memory.New(),
 		Clients:  []int{1, 3},
 		Duration: 30 * time.Millisecond,
-		Progress: func(p benchmarks.Progress) {
+		Progress: func(p bench.Progress) {
 			state := "start"
 			if p.Row != nil {
 				state = "end"
@@ -62,7 +62,7 @@ func TestRunSweep(t *testing.T) {
 			t.Errorf("%s/%d: %d grants, %.0f/s: want some", r.Names, r.Clients, r.Grants, r.GrantsPerSec)
 		}
 		wantCycles := r.Grants
-		if r.Names == benchmarks.Fresh {
+		if r.Names == bench.Fresh {
 			wantCycles = 0
 		}
 		if r.Cycles != wantCycles {
@@ -82,9 +82,9 @@ func TestRunSweep(t *testing.T) {
 
 // The count bound ends a step long before its duration.
 func TestRunMaxOps(t *testing.T) {
-	for _, w := range benchmarks.DefaultWorkloads {
+	for _, w := range bench.DefaultWorkloads() {
 		t.Run(w, func(t *testing.T) {
-			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+			rows, err := bench.Run(ctxT(t), bench.Config{
 				Store:     memory.New(),
 				Clients:   []int{4},
 				Workloads: []string{w},
@@ -111,7 +111,7 @@ func (failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, erro
 }
 
 func TestRunCountsErrors(t *testing.T) {
-	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+	rows, err := bench.Run(ctxT(t), bench.Config{
 		Store:   failing{memory.New()},
 		Clients: []int{2},
 		// MaxOps ends the step (the failing store answers at once); the
@@ -132,11 +132,11 @@ func TestRunCountsErrors(t *testing.T) {
 func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	rows, err := benchmarks.Run(ctx, benchmarks.Config{
+	rows, err := bench.Run(ctx, bench.Config{
 		Store:    memory.New(),
 		Clients:  []int{1, 2, 3},
 		Duration: 10 * time.Millisecond,
-		Progress: func(p benchmarks.Progress) {
+		Progress: func(p bench.Progress) {
 			if p.Row != nil {
 				if n++; n == 2 {
 					cancel()
@@ -155,21 +155,21 @@ func TestRunCancelled(t *testing.T) {
 func TestRunInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  benchmarks.Config
+		cfg  bench.Config
 	}{
-		{"no store", benchmarks.Config{}},
-		{"zero clients", benchmarks.Config{Store: memory.New(), Clients: []int{0}}},
-		{"too many clients", benchmarks.Config{Store: memory.New(), Clients: []int{benchmarks.MaxClients + 1}}},
-		{"unknown workload", benchmarks.Config{Store: memory.New(), Workloads: []string{"warm"}}},
-		{"negative duration", benchmarks.Config{Store: memory.New(), Duration: -time.Second}},
-		{"negative max ops", benchmarks.Config{Store: memory.New(), MaxOps: -1}},
-		{"ttl too short", benchmarks.Config{Store: memory.New(), TTL: time.Millisecond}},
-		{"control character in prefix", benchmarks.Config{Store: memory.New(), Prefix: "a\nb"}},
+		{"no store", bench.Config{}},
+		{"zero clients", bench.Config{Store: memory.New(), Clients: []int{0}}},
+		{"too many clients", bench.Config{Store: memory.New(), Clients: []int{bench.MaxClients + 1}}},
+		{"unknown workload", bench.Config{Store: memory.New(), Workloads: []string{"warm"}}},
+		{"negative duration", bench.Config{Store: memory.New(), Duration: -time.Second}},
+		{"negative max ops", bench.Config{Store: memory.New(), MaxOps: -1}},
+		{"ttl too short", bench.Config{Store: memory.New(), TTL: time.Millisecond}},
+		{"control character in prefix", bench.Config{Store: memory.New(), Prefix: "a\nb"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			called := false
-			tc.cfg.Progress = func(benchmarks.Progress) { called = true }
-			rows, err := benchmarks.Run(ctxT(t), tc.cfg)
+			tc.cfg.Progress = func(bench.Progress) { called = true }
+			rows, err := bench.Run(ctxT(t), tc.cfg)
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Errorf("Run: %v, want lease.ErrInvalid", err)
 			}
@@ -181,8 +181,8 @@ func TestRunInvalid(t *testing.T) {
 }
 
 func TestRowJSON(t *testing.T) {
-	r := benchmarks.Row{
-		Names: benchmarks.Hot, Clients: 16, Elapsed: 2 * time.Second,
+	r := bench.Row{
+		Names: bench.Hot, Clients: 16, Elapsed: 2 * time.Second,
 		Grants: 3001, Cycles: 3000, Errors: 2, FirstError: errBroken,
 		GrantsPerSec: 1500.54, CyclesPerSec: 1500.04,
 		P50: 1500 * time.Microsecond, P99: 12345678 * time.Nanosecond, Max: 20 * time.Millisecond,
@@ -213,10 +213,10 @@ func TestRunCleanup(t *testing.T) {
 	for _, cleanup := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleanup=%v", cleanup), func(t *testing.T) {
 			st := memory.New()
-			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+			rows, err := bench.Run(ctxT(t), bench.Config{
 				Store:     st,
 				Clients:   []int{2},
-				Workloads: benchmarks.DefaultWorkloads,
+				Workloads: bench.DefaultWorkloads(),
 				Duration:  30 * time.Millisecond,
 				Prefix:    "cleanup/",
 				Cleanup:   cleanup,
@@ -230,7 +230,7 @@ func TestRunCleanup(t *testing.T) {
 			}
 			var fresh int64
 			for _, r := range rows {
-				if r.Names == benchmarks.Fresh {
+				if r.Names == bench.Fresh {
 					fresh = r.Grants
 				}
 				if r.Left != 0 {
