@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -37,12 +38,11 @@ const maxBenchDuration = 10 * time.Minute
 // only with -force, and then every lease the run took is released.
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "bench")
-	db := fs.String("db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file only with -force)")
+	var sf storeFlags
+	sf.register(fs)
+	// Not picket.db: a bench never writes to a store it was not pointed at.
+	setFlagHelp(fs, "db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file only with -force)")
 	force := fs.Bool("force", false, "run on an existing -db file: its token counter moves on for good; the run's leases are released after each step")
-	server := fs.String("server", "", "remote mode: the picket server's `URL`")
-	authFile := fs.String("auth-token-file", "", "remote mode: read the bearer token from `file`")
-	var tlsF clientTLSFlags // -ca, -cert, -key for an https:// server (tls_client.go)
-	tlsF.register(fs)
 	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
 	d := fs.Duration("d", bench.DefaultDuration, "how long each step runs")
 	names := fs.String("names", "all", "the workloads, comma-separated: distinct (acquire+release, each client its own name), fresh (new names, never released), hot (one name, hand-over), or all")
@@ -63,8 +63,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *server != "" || *db != "" || *procs != "" || *historyCost < 1 || *historyCost > 100 || *d <= 0 || *d > maxBenchDuration {
-			return usagef("bench: -history-cost R (1 to 100 rounds) measures two temporary files: it excludes -server, -db and -procs")
+		if flagSource(fs, "server") != "" || flagSource(fs, "db") != "" || sf.etcd.set() || *procs != "" || *historyCost < 1 || *historyCost > 100 || *d <= 0 || *d > maxBenchDuration {
+			return usagef("bench: -history-cost R (1 to 100 rounds) measures two temporary files: it excludes -server, -db, -etcd and -procs")
 		}
 		return runBenchHistory(ctx, e, *historyCost, clients, workloads, *d)
 	}
@@ -73,13 +73,17 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *server != "" {
-			return usagef("bench: -procs measures an embedded file: it excludes -server")
+		kind, err := sf.resolve(fs)
+		if err != nil {
+			return err
+		}
+		if kind != storeEmbedded {
+			return usagef("bench: -procs measures an embedded file: it excludes -server and -etcd")
 		}
 		if *d <= 0 || *d > maxBenchDuration || *hold < 0 || *hold > time.Second {
 			return usagef("bench: -d %v or -hold %v is out of bounds", *d, *hold)
 		}
-		return runBenchProcs(ctx, e, *db, counts, *d, *hold)
+		return runBenchProcs(ctx, e, benchDB(fs, &sf), counts, *d, *hold)
 	}
 	clients, err := parseClients(*clientsFlag)
 	if err != nil {
@@ -92,28 +96,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// As for every command (storeFlags.open): a store named on the command
-	// line wins over one named in the environment.
-	dbFrom, serverFrom := flagSource(fs, "db"), flagSource(fs, "server")
-	if dbFrom == onCommandLine && serverFrom != onCommandLine {
-		*server = ""
-		if flagSource(fs, "auth-token-file") != onCommandLine {
-			*authFile = ""
-		}
-	}
-	if serverFrom == onCommandLine && dbFrom != onCommandLine {
-		*db = ""
-	}
-	if *server != "" && *db != "" {
-		return usagef("bench: %s and %s exclude each other: name one store", describeFlag("db", dbFrom), describeFlag("server", serverFrom))
-	}
-	if *authFile != "" && *server == "" {
-		return usagef("bench: %s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
+	kind, err := sf.resolve(fs) // as for every command: the command line wins
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, &tlsF, *force, slices.Max(clients))
+	store, where, storeName, closeStore, err := openBenchStore(e, kind, benchDB(fs, &sf), &sf, *force, slices.Max(clients))
 	if err != nil {
 		return err
 	}
@@ -128,18 +118,18 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		Duration:  *d,
 		// A server or an existing file (-force) is someone's store: leave
 		// no lease on it. A temporary file is deleted anyway.
-		Cleanup: *server != "" || *force,
+		Cleanup: kind != storeEmbedded || *force,
 		Progress: func(p bench.Progress) {
 			if p.Row != nil {
 				fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d %s\n", p.Elapsed.Seconds(), p.Step, p.Steps, progressLine(*p.Row))
 			}
 		},
 	})
-	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: kind, Where: where, DurationMS: d.Milliseconds(), TTLMS: bench.DefaultTTL.Milliseconds()}); err != nil {
+	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: storeName, Where: where, DurationMS: d.Milliseconds(), TTLMS: bench.DefaultTTL.Milliseconds()}); err != nil {
 		return err
 	}
 	if *chart != "" && len(rows) > 0 {
-		if err := writeChartFile(*chart, "picket bench: grants/s, "+kind, rows); err != nil {
+		if err := writeChartFile(*chart, "picket bench: grants/s, "+storeName, rows); err != nil {
 			return err
 		}
 	}
@@ -181,19 +171,24 @@ func parseClients(s string) ([]int, error) {
 }
 
 // openBenchStore opens the store under test and says what it is, at length
-// (where) and in short (kind). The returned function closes it and deletes
+// (where) and in short (name). The returned function closes it and deletes
 // a file created for the run.
 //
 // An existing -db file is refused without force: the run would grant
 // thousands of tokens on it, and a token counter never goes back.
-func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, force bool, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
-	if tlsF.set() && server == "" {
-		return nil, "", "", nil, usagef("bench: -ca, -cert and -key need -server")
+func openBenchStore(e *env, kind storeKind, db string, sf *storeFlags, force bool, maxClients int) (s lease.Store, where, name string, closeStore func(), err error) {
+	if kind == storeEtcd {
+		st, err := sf.etcd.open()
+		if err != nil {
+			return nil, "", "", nil, err
+		}
+		return st, "etcd " + sf.etcd.endpoints + " prefix " + sf.etcd.prefix, "etcd", func() { st.Close() }, nil
 	}
-	if server != "" {
+	if kind == storeRemote {
+		server, tlsF := sf.server, &sf.tls
 		var opts []httpapi.ClientOption
-		if authFile != "" {
-			tok, err := readAuthToken(authFile)
+		if sf.authFile != "" {
+			tok, err := readAuthToken(sf.authFile)
 			if err != nil {
 				return nil, "", "", nil, err
 			}
@@ -245,7 +240,7 @@ func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, f
 			os.Remove(filepath.Dir(path))
 		}
 	}
-	st, err := sqlite.Open(path)
+	st, err := sqlite.Open(path, overlayOption(sf.allowOverlay)...)
 	if err != nil {
 		remove()
 		return nil, "", "", nil, err
@@ -260,6 +255,23 @@ func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, f
 		}
 		remove()
 	}, nil
+}
+
+// benchDB is the -db file of a bench: "" (a temporary file) unless -db was
+// given, on the command line or in the environment.
+func benchDB(fs *flag.FlagSet, sf *storeFlags) string {
+	if flagSource(fs, "db") == "" {
+		return ""
+	}
+	return sf.db
+}
+
+// setFlagHelp changes the default and the help of a flag that a command
+// registers with the shared store flags but reads its own way.
+func setFlagHelp(fs *flag.FlagSet, name, def, usage string) {
+	f := fs.Lookup(name)
+	f.DefValue, f.Usage = def, usage
+	f.Value.Set(def)
 }
 
 func progressLine(r bench.Row) string {
