@@ -109,14 +109,18 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 // takeOldTokenFlag makes -auth-token-file, serve's name for
 // -require-token-file until issue 26, the token the server requires: a
 // server started with the old name (or PICKET_AUTH_TOKEN_FILE) must not
-// come up without authentication. Both names with different files are a
-// usage error.
+// come up without authentication. Both names with different files in one
+// place are a usage error; -require-token-file on the command line wins
+// over PICKET_AUTH_TOKEN_FILE.
 func (c *serveConfig) takeOldTokenFlag(requireFile *string) error {
 	old := c.store.authFile
 	if old == "" {
 		return nil
 	}
 	c.store.authFile = "" // not a client's token here: store.local must not refuse it
+	if flagSource(c.fs, "require-token-file") == onCommandLine && flagSource(c.fs, "auth-token-file") != onCommandLine {
+		return nil // the command line wins over PICKET_AUTH_TOKEN_FILE
+	}
 	if *requireFile != "" && *requireFile != old {
 		return usagef("serve: %s and %s name different files: -auth-token-file is the old name of -require-token-file; give one",
 			describeFlag("require-token-file", flagSource(c.fs, "require-token-file")), describeFlag("auth-token-file", flagSource(c.fs, "auth-token-file")))

@@ -100,6 +100,14 @@ func TestServeStoreFlags(t *testing.T) {
 			t.Errorf("GET /v1/leases: %d, want 200 (no token required)", code)
 		}
 	})
+	t.Run("command line wins over PICKET_AUTH_TOKEN_FILE", func(t *testing.T) {
+		t.Setenv("PICKET_AUTH_TOKEN_FILE", other)
+		url, stop := serveForTest(t, "-db", tempDB(t), "-require-token-file", tok)
+		defer stop()
+		if code := get(t, url+"/v1/leases", "s3cret"); code != http.StatusOK {
+			t.Errorf("GET /v1/leases with -require-token-file's token: %d, want 200", code)
+		}
+	})
 	for _, name := range []string{"-require-token-file", "-auth-token-file"} {
 		t.Run(name, func(t *testing.T) {
 			url, stop := serveForTest(t, "-db", tempDB(t), name, tok)
