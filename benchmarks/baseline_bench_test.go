@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, as storage/sqlite uses it
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/storage/sqlite"
 )
 
@@ -46,7 +46,7 @@ func syncLoop(b *testing.B, sync func(*os.File) error) {
 	if err := f.Sync(); err != nil {
 		b.Fatal(err)
 	}
-	var h benchmarks.Histogram
+	var h bench.Histogram
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		page[0] = byte(i)
@@ -95,7 +95,7 @@ func commitLoop(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer update.Close()
-	var h benchmarks.Histogram
+	var h bench.Histogram
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()

@@ -1,5 +1,6 @@
-// Package benchmarks measures picket's headline number, grant throughput,
-// and holds the runner behind "picket bench".
+// Package benchmarks holds the go test benchmarks of picket's headline
+// number, grant throughput. The runner behind "picket bench" and the peer
+// comparison is internal/bench; this package has no API of its own.
 //
 // # The idea
 //
@@ -33,17 +34,12 @@
 // workloads, and the hand-over in the hot one: p50 and p99 from a
 // log-linear Histogram (about 3% resolution, a few kilobytes per client).
 //
-// # The API
-//
-// Run drives any lease.Store (an embedded storage/sqlite file, an
-// httpapi.Client, storage/memory) through a sweep of workloads and client
-// counts, one step each, every step bounded in time (Config.Duration) and in
-// operations (Config.MaxOps), and returns one Row per step. Progress reports
-// the start and end of each step. WriteChart draws grants per second
-// against clients as an SVG image.
+// # The benchmarks
 //
 // The go test benchmarks in this directory (go test -bench . ./benchmarks)
-// measure the same workloads with b.RunParallel over storage/sqlite, over
-// HTTP on loopback and over storage/memory, next to a bare commit loop and a
-// bare fsync on the same disk; see docs/performance.md.
+// measure the same workloads as internal/bench with b.RunParallel over
+// storage/sqlite, over HTTP on loopback and over storage/memory, next to a
+// bare commit loop and a bare fsync on the same disk; see
+// docs/performance.md. benchmarks/peers compares picket with its peers
+// (etcd, Redis, PostgreSQL) through the same runner.
 package benchmarks

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
 	"github.com/picketlock/picket/storage/etcd/etcdtest"
@@ -47,7 +47,7 @@ func BenchmarkEtcd(b *testing.B) {
 		for _, n := range clientCounts(b) {
 			b.Run(clientsName(n), func(b *testing.B) {
 				round := lease.NewHolder()[:8]
-				parallel(b, n, "cycles", func(i int, h *benchmarks.Histogram, next func() bool) {
+				parallel(b, n, "cycles", func(i int, h *bench.Histogram, next func() bool) {
 					name, holder := round+"/"+strconv.Itoa(i), lease.NewHolder()
 					for next() {
 						t0 := time.Now()
@@ -75,7 +75,7 @@ func BenchmarkEtcd(b *testing.B) {
 		for _, n := range clientCounts(b) {
 			b.Run(clientsName(n), func(b *testing.B) {
 				round := lease.NewHolder()[:8]
-				parallel(b, n, "cycles", func(i int, h *benchmarks.Histogram, next func() bool) {
+				parallel(b, n, "cycles", func(i int, h *bench.Histogram, next func() bool) {
 					s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(benchTTL.Seconds())))
 					if err != nil {
 						b.Error(err)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -51,9 +51,9 @@ type workload struct {
 }
 
 var workloads = []workload{
-	{benchmarks.Distinct, "cycles", distinctCycles},
-	{benchmarks.Fresh, "grants", freshGrants},
-	{benchmarks.Hot, "grants", hotName},
+	{bench.Distinct, "cycles", distinctCycles},
+	{bench.Fresh, "grants", freshGrants},
+	{bench.Hot, "grants", hotName},
 }
 
 // BenchmarkGrants measures the three workloads (see the package doc) over
@@ -82,7 +82,7 @@ func BenchmarkGrants(b *testing.B) {
 // distinctCycles: each client acquires and releases its own name; one
 // iteration is one cycle (a grant and a release, two commits).
 func distinctCycles(ctx context.Context, b *testing.B, s lease.Store, clients int) {
-	parallel(b, clients, "cycles", func(i int, h *benchmarks.Histogram, next func() bool) {
+	parallel(b, clients, "cycles", func(i int, h *bench.Histogram, next func() bool) {
 		req := request("distinct/"+strconv.Itoa(i), lease.NewHolder())
 		for next() {
 			t0 := time.Now()
@@ -103,7 +103,7 @@ func distinctCycles(ctx context.Context, b *testing.B, s lease.Store, clients in
 // freshGrants: each client acquires a new name every time, never released;
 // one iteration is one grant.
 func freshGrants(ctx context.Context, b *testing.B, s lease.Store, clients int) {
-	parallel(b, clients, "grants", func(i int, h *benchmarks.Histogram, next func() bool) {
+	parallel(b, clients, "grants", func(i int, h *bench.Histogram, next func() bool) {
 		req := request("", lease.NewHolder())
 		prefix := "fresh/" + strconv.Itoa(i) + "/"
 		for n := 0; next(); n++ {
@@ -124,7 +124,7 @@ func freshGrants(ctx context.Context, b *testing.B, s lease.Store, clients int) 
 func hotName(ctx context.Context, b *testing.B, s lease.Store, clients int) {
 	start := time.Now()
 	var lastRelease atomic.Int64 // ns since start; 0: none yet
-	parallel(b, clients, "grants", func(i int, h *benchmarks.Histogram, next func() bool) {
+	parallel(b, clients, "grants", func(i int, h *bench.Histogram, next func() bool) {
 		req := request("hot", lease.NewHolder())
 		req.Wait = lease.MaxWait
 		for next() {

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/memory"
 	"github.com/picketlock/picket/storage/sqlite"
@@ -39,7 +39,7 @@ func clientCounts(b *testing.B) []int {
 	var out []int
 	for f := range strings.SplitSeq(env, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > benchmarks.MaxClients {
+		if err != nil || n < 1 || n > bench.MaxClients {
 			b.Fatalf("PICKET_BENCH_CLIENTS=%q: %q is not a client count", env, f)
 		}
 		out = append(out, n)
@@ -114,7 +114,7 @@ func serveHTTP(b *testing.B, store *sqlite.Store, m *httpapi.Metrics) *httpapi.C
 	ts.Config = h.HTTPServer()
 	ts.Start()
 	b.Cleanup(ts.Close)
-	tr := &http.Transport{MaxIdleConns: 2 * benchmarks.MaxClients, MaxIdleConnsPerHost: 2 * benchmarks.MaxClients}
+	tr := &http.Transport{MaxIdleConns: 2 * bench.MaxClients, MaxIdleConnsPerHost: 2 * bench.MaxClients}
 	b.Cleanup(tr.CloseIdleConnections)
 	c, err := httpapi.NewClient(ts.URL, httpapi.WithHTTPClient(&http.Client{Transport: tr}))
 	if err != nil {
@@ -129,14 +129,14 @@ func serveHTTP(b *testing.B, store *sqlite.Store, m *httpapi.Metrics) *httpapi.C
 // hands out the b.N iterations, and a latency histogram; the histograms are
 // merged and reported as p50_ms and p99_ms, and the iterations per second as
 // "<unit>/s".
-func parallel(b *testing.B, clients int, unit string, body func(i int, h *benchmarks.Histogram, next func() bool)) {
+func parallel(b *testing.B, clients int, unit string, body func(i int, h *bench.Histogram, next func() bool)) {
 	var (
 		mu   sync.Mutex
-		all  benchmarks.Histogram
+		all  bench.Histogram
 		next atomic.Int64
 	)
 	client := func(nextIter func() bool) {
-		var h benchmarks.Histogram
+		var h bench.Histogram
 		body(int(next.Add(1)), &h, nextIter)
 		mu.Lock()
 		all.Merge(&h)
@@ -159,7 +159,7 @@ func parallel(b *testing.B, clients int, unit string, body func(i int, h *benchm
 	b.ReportMetric(float64(clients), "clients")
 }
 
-func reportLatency(b *testing.B, h *benchmarks.Histogram, unit string) {
+func reportLatency(b *testing.B, h *bench.Histogram, unit string) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(b.N)/s, unit+"/s")
 	}
@@ -171,7 +171,7 @@ func clientsName(n int) string { return fmt.Sprintf("clients=%d", n) }
 
 // request is an acquire of name by holder for benchTTL.
 func request(name, holder string) lease.AcquireRequest {
-	return lease.AcquireRequest{Name: name, Holder: holder, Owner: benchmarks.DefaultOwner, TTL: benchTTL}
+	return lease.AcquireRequest{Name: name, Holder: holder, Owner: bench.DefaultOwner, TTL: benchTTL}
 }
 
 // newMemory returns a new memory store. New with no options cannot fail.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -44,7 +44,7 @@ func BenchmarkLiveLeases(b *testing.B) {
 			for _, w := range []struct {
 				name, unit string
 				fresh      bool
-			}{{benchmarks.Distinct, "cycles", false}, {benchmarks.Fresh, "grants", true}} {
+			}{{bench.Distinct, "cycles", false}, {bench.Fresh, "grants", true}} {
 				for _, spread := range []bool{true, false} {
 					place := "clustered"
 					if spread {
@@ -114,7 +114,7 @@ func buildLive(b *testing.B, path string, n int) time.Duration {
 // liveLoop: distinct cycles or fresh grants, each name next to a random one
 // of the live leases (spread) or after all of them.
 func liveLoop(ctx context.Context, b *testing.B, s lease.Store, live int, unit string, fresh, spread bool) {
-	parallel(b, liveClients, unit, func(i int, h *benchmarks.Histogram, next func() bool) {
+	parallel(b, liveClients, unit, func(i int, h *bench.Histogram, next func() bool) {
 		r := rand.New(rand.NewPCG(uint64(i), uint64(live)))
 		holder := lease.NewHolder()
 		place := func() string {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 )
 
@@ -48,15 +48,15 @@ func BenchmarkRedis(b *testing.B) {
 	ttl := strconv.FormatInt(benchTTL.Milliseconds(), 10)
 	run := "run" + lease.NewHolder()[:8]
 	for _, fresh := range []bool{false, true} {
-		name, unit := benchmarks.Distinct, "cycles"
+		name, unit := bench.Distinct, "cycles"
 		if fresh {
-			name, unit = benchmarks.Fresh, "grants"
+			name, unit = bench.Fresh, "grants"
 		}
 		b.Run("names="+name, func(b *testing.B) {
 			for _, n := range clientCounts(b) {
 				b.Run(clientsName(n), func(b *testing.B) {
 					round := lease.NewHolder()[:8] // new keys in every round
-					parallel(b, n, unit, func(i int, h *benchmarks.Histogram, next func() bool) {
+					parallel(b, n, unit, func(i int, h *bench.Histogram, next func() bool) {
 						c, err := dialRESP(addr)
 						if err != nil {
 							b.Error(err)

@@ -4,7 +4,7 @@
 //
 // # The idea
 //
-// The workloads are those of package benchmarks (the runner behind "picket
+// The workloads are those of internal/bench (the runner behind "picket
 // bench"): acquire+release cycles on distinct names, fresh grants that are
 // never released, and one hot name every client waits for. That runner
 // drives a lease.Store, so each peer here is a small lease.Store adapter that

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 // FsyncFloor is the floor of every durable row: one client overwriting 4 KiB
@@ -21,22 +21,22 @@ func FsyncFloor(dir string) Target {
 		Durability: "the floor of every durable row: 4 KiB pwrite + fdatasync, one client",
 		Short:      "baseline: one fdatasync",
 		Baseline:   true,
-		Measure: func(ctx context.Context, d time.Duration, ops int64) (benchmarks.Row, error) {
+		Measure: func(ctx context.Context, d time.Duration, ops int64) (bench.Row, error) {
 			f, err := os.CreateTemp(dir, "fsync-floor-")
 			if err != nil {
-				return benchmarks.Row{}, err
+				return bench.Row{}, err
 			}
 			defer os.Remove(f.Name())
 			defer f.Close()
 			buf := make([]byte, 4096)
 			if _, err := f.WriteAt(buf, 0); err != nil {
-				return benchmarks.Row{}, err
+				return bench.Row{}, err
 			}
 			if err := f.Sync(); err != nil {
-				return benchmarks.Row{}, err
+				return bench.Row{}, err
 			}
-			var h benchmarks.Histogram
-			row := benchmarks.Row{Names: "fsync", Clients: 1}
+			var h bench.Histogram
+			row := bench.Row{Names: "fsync", Clients: 1}
 			start := time.Now()
 			stop := start.Add(d)
 			for n := int64(0); n < ops && time.Now().Before(stop) && ctx.Err() == nil; n++ {

@@ -4,15 +4,12 @@ go 1.26.0
 
 replace github.com/picketlock/picket => ../..
 
-replace github.com/picketlock/picket/benchmarks => ..
-
 replace github.com/picketlock/picket/storage/etcd => ../../storage/etcd
 
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/picketlock/picket v0.0.0-00010101000000-000000000000
-	github.com/picketlock/picket/benchmarks v0.0.0-00010101000000-000000000000
 	github.com/picketlock/picket/storage/etcd v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3

@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/benchmarks/peers"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
@@ -59,12 +59,12 @@ func TestRunEmbeddedAndTrivial(t *testing.T) {
 		}
 	}
 	want := []step{{"fsync-floor", "fsync", 1}}
-	for _, w := range []string{benchmarks.Distinct, benchmarks.Fresh, benchmarks.Hot} {
+	for _, w := range []string{bench.Distinct, bench.Fresh, bench.Hot} {
 		for _, c := range []int{1, 4} {
 			want = append(want, step{"picket-embedded", w, c})
 		}
 	}
-	for _, w := range []string{benchmarks.Distinct, benchmarks.Fresh} { // the trivial handler has no hot name
+	for _, w := range []string{bench.Distinct, bench.Fresh} { // the trivial handler has no hot name
 		for _, c := range []int{1, 4} {
 			want = append(want, step{"trivial-http", w, c})
 		}
@@ -93,7 +93,7 @@ func TestRunEmbeddedAndTrivial(t *testing.T) {
 // TestMarkdownDurability: every row states its durability, and a row that
 // is not durable says so in bold; a target that failed has a row too.
 func TestMarkdownDurability(t *testing.T) {
-	row := benchmarks.Row{Names: benchmarks.Distinct, Clients: 1, Grants: 10, Cycles: 10, CyclesPerSec: 100}
+	row := bench.Row{Names: bench.Distinct, Clients: 1, Grants: 10, Cycles: 10, CyclesPerSec: 100}
 	results := []peers.Result{
 		{Target: "a", Durability: "durable: long", Short: "durable: x", Durable: true, Row: row},
 		{Target: "b", Durability: "NOT durable: long", Short: "NOT durable: y", Row: row},
@@ -277,10 +277,10 @@ func checkSemantics(ctx context.Context, s lease.Store) error {
 // largest client count, and the ratios come from the rows they name; a
 // ratio whose rows are missing is left out rather than made up.
 func TestSummary(t *testing.T) {
-	row := func(names string, clients int, rate float64) benchmarks.Row {
-		r := benchmarks.Row{Names: names, Clients: clients, Elapsed: time.Second, P50: 250 * time.Microsecond}
+	row := func(names string, clients int, rate float64) bench.Row {
+		r := bench.Row{Names: names, Clients: clients, Elapsed: time.Second, P50: 250 * time.Microsecond}
 		switch names {
-		case benchmarks.Distinct:
+		case bench.Distinct:
 			r.Cycles, r.Grants, r.CyclesPerSec = int64(rate), int64(rate), rate
 		default:
 			r.Grants, r.GrantsPerSec = int64(rate), rate
@@ -288,11 +288,11 @@ func TestSummary(t *testing.T) {
 		return r
 	}
 	results := []peers.Result{
-		{Target: "picket-http", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 1, 500)},
-		{Target: "picket-http", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 64, 6000), ServerCPU: 80 * time.Microsecond},
-		{Target: "trivial-http", Baseline: true, Short: "baseline", Row: row(benchmarks.Distinct, 64, 10000)},
-		{Target: "picket-embedded", Durable: true, Short: "durable", Row: row(benchmarks.Fresh, 64, 30000)},
-		{Target: "redis-always", Durable: true, Short: "durable", Row: row(benchmarks.Fresh, 64, 20000)},
+		{Target: "picket-http", Durable: true, Short: "durable", Row: row(bench.Distinct, 1, 500)},
+		{Target: "picket-http", Durable: true, Short: "durable", Row: row(bench.Distinct, 64, 6000), ServerCPU: 80 * time.Microsecond},
+		{Target: "trivial-http", Baseline: true, Short: "baseline", Row: row(bench.Distinct, 64, 10000)},
+		{Target: "picket-embedded", Durable: true, Short: "durable", Row: row(bench.Fresh, 64, 30000)},
+		{Target: "redis-always", Durable: true, Short: "durable", Row: row(bench.Fresh, 64, 20000)},
 	}
 	var md bytes.Buffer
 	if err := peers.WriteSummary(&md, results); err != nil {
@@ -317,11 +317,11 @@ func TestSummary(t *testing.T) {
 	// picket on etcd against the Mutex: distinct and hot, at every count
 	// above one that has both rows.
 	results = append(results,
-		peers.Result{Target: "etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Hot, 16, 200)},
-		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Hot, 16, 180)},
-		peers.Result{Target: "etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 64, 4000)},
-		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 64, 3800)},
-		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(benchmarks.Distinct, 1, 500)},
+		peers.Result{Target: "etcd-1", Durable: true, Short: "durable", Row: row(bench.Hot, 16, 200)},
+		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(bench.Hot, 16, 180)},
+		peers.Result{Target: "etcd-1", Durable: true, Short: "durable", Row: row(bench.Distinct, 64, 4000)},
+		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(bench.Distinct, 64, 3800)},
+		peers.Result{Target: "picket-on-etcd-1", Durable: true, Short: "durable", Row: row(bench.Distinct, 1, 500)},
 	)
 	md.Reset()
 	if err := peers.WriteSummary(&md, results); err != nil {

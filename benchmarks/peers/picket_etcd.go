@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/etcd"
@@ -31,13 +32,24 @@ func picketOnEtcd(label string, endpoints []string) Target {
 		if err != nil {
 			return nil, "", nil, err
 		}
-		if err := settle(ctx, st.Client()); err != nil {
+		if err := settleAt(ctx, endpoints); err != nil {
 			st.Close()
 			return nil, "", nil, err
 		}
 		return st, "storage/etcd", st.Close, nil
 	}
 	return t
+}
+
+// settleAt settles the cluster at endpoints through a client of its own,
+// closed before it returns: the store keeps its client to itself.
+func settleAt(ctx context.Context, endpoints []string) error {
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("settle etcd %v: %w", endpoints, err)
+	}
+	defer c.Close()
+	return settle(ctx, c)
 }
 
 // settle makes etcd give up the write buffer the target before this one

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 // WriteMarkdown writes results as a markdown table, one line per step with
@@ -58,7 +58,7 @@ func WriteMarkdown(w io.Writer, results []Result) error {
 	fmt.Fprintf(bw, "- Workloads: *distinct*, %s: cycles/s, p50/p99 of the acquire; *fresh*, %s: grants/s, p50/p99 of the acquire; "+
 		"*hot*, %s: hand-overs/s, p50/p99 from a release being sent to the next grant (Redis and PostgreSQL cannot wait: their clients poll every 1–2 ms). "+
 		"Server CPU is the server process's user+system time over the step's requests (a cycle is two), for single-process servers.\n",
-		benchmarks.Describe(benchmarks.Distinct), benchmarks.Describe(benchmarks.Fresh), benchmarks.Describe(benchmarks.Hot))
+		bench.Describe(bench.Distinct), bench.Describe(bench.Fresh), bench.Describe(bench.Hot))
 	if len(notes) > 0 {
 		fmt.Fprintln(bw)
 		for i, n := range notes {
@@ -158,7 +158,7 @@ func WriteChart(w io.Writer, title string, results []Result) error {
 		r := best[k]
 		w := r.Names
 		if w == "fsync" {
-			w = benchmarks.Distinct // the floor sits with the first section
+			w = bench.Distinct // the floor sits with the first section
 		}
 		i, ok := index[w]
 		if !ok {
@@ -202,7 +202,7 @@ func WriteChart(w io.Writer, title string, results []Result) error {
 			top = max(top, b.rate)
 		}
 		fmt.Fprintf(bw, `<text x="10" y="%d" font-weight="bold">%s (%s)</text>
-`, y+14, esc(s.head), esc(benchmarks.Describe(s.head)))
+`, y+14, esc(s.head), esc(bench.Describe(s.head)))
 		y += 24
 		for _, b := range s.bars {
 			wpx := 0.0

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 // Defaults for the zero fields of a Config.
@@ -31,7 +31,7 @@ var (
 type Config struct {
 	Targets   []Target
 	Clients   []int         // default DefaultClients
-	Workloads []string      // default benchmarks.DefaultWorkloads
+	Workloads []string      // default bench.DefaultWorkloads()
 	Duration  time.Duration // each step, default DefaultDuration
 	MaxOps    int64         // each step, default DefaultMaxOps
 
@@ -46,7 +46,7 @@ type Result struct {
 	Durability, Short string
 	Durable, Baseline bool
 	Version           string
-	benchmarks.Row
+	bench.Row
 
 	// ServerCPU is the server process's CPU time (user + system) per
 	// request during the step, for targets with a Pid; zero otherwise.
@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	workloads := cfg.Workloads
 	if len(workloads) == 0 {
-		workloads = benchmarks.DefaultWorkloads
+		workloads = bench.DefaultWorkloads()
 	}
 	d := orDefault(cfg.Duration, DefaultDuration)
 	maxOps := orDefault(cfg.MaxOps, DefaultMaxOps)
@@ -133,13 +133,13 @@ func runTarget(ctx context.Context, t Target, clients []int, workloads []string,
 	base.Version = version
 	var out []Result
 	var cpu0 time.Duration
-	rows, err := benchmarks.Run(ctx, benchmarks.Config{
+	rows, err := bench.Run(ctx, bench.Config{
 		Store:     store,
 		Clients:   cs,
 		Workloads: ws,
 		Duration:  d,
 		MaxOps:    maxOps,
-		Progress: func(p benchmarks.Progress) {
+		Progress: func(p bench.Progress) {
 			if p.Row == nil {
 				cpu0, _ = processCPU(t.Pid)
 				return
@@ -201,11 +201,11 @@ func progressLine(r Result) string {
 // syncs/s for the fsync floor.
 func Rate(r Result) (float64, string) {
 	switch r.Names {
-	case benchmarks.Distinct:
+	case bench.Distinct:
 		return r.CyclesPerSec, "cycles/s"
-	case benchmarks.Fresh:
+	case bench.Fresh:
 		return r.GrantsPerSec, "grants/s"
-	case benchmarks.Hot:
+	case bench.Hot:
 		return r.GrantsPerSec, "hand-overs/s"
 	}
 	return r.GrantsPerSec, "syncs/s"

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 // WriteSummary writes the side-by-side table of a run: one line per system
@@ -53,14 +53,14 @@ func WriteSummary(w io.Writer, results []Result) error {
 			continue
 		}
 		cpu, p50 := "", "—"
-		if d, ok := find(r.Target, benchmarks.Distinct, top); ok && d.ServerCPU > 0 {
+		if d, ok := find(r.Target, bench.Distinct, top); ok && d.ServerCPU > 0 {
 			cpu = strconv.FormatFloat(float64(d.ServerCPU)/float64(time.Microsecond), 'f', 1, 64)
 		}
-		if one, ok := find(r.Target, benchmarks.Distinct, 1); ok {
+		if one, ok := find(r.Target, bench.Distinct, 1); ok {
 			p50 = ms3(one.P50)
 		}
 		fmt.Fprintf(bw, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Target), shortDurability(r),
-			rate(r.Target, benchmarks.Distinct), rate(r.Target, benchmarks.Fresh), rate(r.Target, benchmarks.Hot), cpu, p50)
+			rate(r.Target, bench.Distinct), rate(r.Target, bench.Fresh), rate(r.Target, bench.Hot), cpu, p50)
 	}
 	fmt.Fprintln(bw)
 	for _, c := range Ratios(results, top) {
@@ -109,11 +109,11 @@ func Ratios(results []Result, clients int) []Ratio {
 			out = append(out, Ratio{fmt.Sprintf(what, clients), a, b})
 		}
 	}
-	add("picket over HTTP / the trivial handler, requests/s at %d clients (distinct)", "picket-http", "trivial-http", benchmarks.Distinct, true)
-	add("picket over HTTP / the trivial handler, requests/s at %d clients (fresh)", "picket-http", "trivial-http", benchmarks.Fresh, true)
-	add("picket over HTTP / etcd (1 member), cycles/s at %d clients", "picket-http", "etcd-1", benchmarks.Distinct, false)
-	add("picket embedded / Redis appendfsync always, cycles/s at %d clients", "picket-embedded", "redis-always", benchmarks.Distinct, false)
-	add("picket embedded / Redis appendfsync always, fresh grants/s at %d clients", "picket-embedded", "redis-always", benchmarks.Fresh, false)
+	add("picket over HTTP / the trivial handler, requests/s at %d clients (distinct)", "picket-http", "trivial-http", bench.Distinct, true)
+	add("picket over HTTP / the trivial handler, requests/s at %d clients (fresh)", "picket-http", "trivial-http", bench.Fresh, true)
+	add("picket over HTTP / etcd (1 member), cycles/s at %d clients", "picket-http", "etcd-1", bench.Distinct, false)
+	add("picket embedded / Redis appendfsync always, cycles/s at %d clients", "picket-embedded", "redis-always", bench.Distinct, false)
+	add("picket embedded / Redis appendfsync always, fresh grants/s at %d clients", "picket-embedded", "redis-always", bench.Fresh, false)
 	return out
 }
 
@@ -131,9 +131,9 @@ func EtcdRatios(results []Result) []Ratio {
 	slices.Sort(counts)
 	var out []Ratio
 	for _, label := range []string{"etcd-1", "etcd-3"} {
-		for _, names := range []string{benchmarks.Distinct, benchmarks.Hot} {
+		for _, names := range []string{bench.Distinct, bench.Hot} {
 			what := "cycles/s"
-			if names == benchmarks.Hot {
+			if names == bench.Hot {
 				what = "hot hand-overs/s"
 			}
 			for _, c := range counts {

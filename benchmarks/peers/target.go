@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
@@ -41,7 +41,7 @@ type Target struct {
 
 	// Measure, if set, replaces the lease workloads (the fsync floor): it
 	// runs one step of at most d and ops operations.
-	Measure func(ctx context.Context, d time.Duration, ops int64) (benchmarks.Row, error)
+	Measure func(ctx context.Context, d time.Duration, ops int64) (bench.Row, error)
 
 	// Pid, if set, names a single-process server whose CPU time the suite
 	// reports per operation.

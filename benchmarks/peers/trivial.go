@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 )
 
@@ -39,7 +39,7 @@ func TrivialTarget(baseURL string, pid int) Target {
 		Durability: "no storage: a trivial net/http handler (the ceiling of HTTP here)",
 		Short:      "baseline: no storage",
 		Baseline:   true,
-		Workloads:  []string{benchmarks.Distinct, benchmarks.Fresh},
+		Workloads:  []string{bench.Distinct, bench.Fresh},
 		Pid:        pid,
 		Open: func(ctx context.Context, clients int) (lease.Store, string, func() error, error) {
 			hc, closeIdle := httpClient(clients)

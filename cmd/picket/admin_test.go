@@ -22,7 +22,7 @@ func TestRevokeAndHistory(t *testing.T) {
 	if err := os.WriteFile(adminTok, []byte("admin-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, filepath.Join(dir, "picket.db"), "-auth-token-file", clientTok, "-admin-token-file", adminTok)
+	srv := startServer(t, filepath.Join(dir, "picket.db"), "-require-token-file", clientTok, "-admin-token-file", adminTok)
 	remote := []string{"-server", srv.url, "-auth-token-file", clientTok}
 	r := runPicket(t, append([]string{"acquire", "-name", "job", "-ttl", "1h", "-owner", "cron@a", "-holder", "holder-secret"}, remote...)...)
 	if r.code != 0 {
@@ -92,7 +92,7 @@ func TestRevokeUsage(t *testing.T) {
 		{"bad token", []string{"revoke", "-db", db, "-token", "zero", "a"}},
 		{"bad since", []string{"history", "-db", db, "-since", "yesterday"}},
 		{"negative limit", []string{"history", "-db", db, "-limit", "-1"}},
-		{"same admin and client token", []string{"serve", "-addr", "127.0.0.1:0", "-db", db, "-auth-token-file", same, "-admin-token-file", same}},
+		{"same admin and client token", []string{"serve", "-addr", "127.0.0.1:0", "-db", db, "-require-token-file", same, "-admin-token-file", same}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runPicket(t, tc.args...)

@@ -20,17 +20,28 @@ import (
 // with this command, never with cp.
 func runBackup(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "backup")
-	db := fs.String("db", DefaultDB, "the SQLite `file` of the store to copy (it may be in use)")
+	var sf storeFlags
+	sf.register(fs)
+	setFlagHelp(fs, "db", DefaultDB, "the SQLite `file` of the store to copy (it may be in use)")
 	if err := parse(fs, args, true); err != nil {
 		return err
+	}
+	const copyFile = "backup copies an SQLite file (-db); a server backs up its own file, an etcd cluster with etcdctl snapshot save"
+	kind, err := sf.local(fs, "backup", copyFile)
+	if err != nil {
+		return err
+	}
+	if kind == storeEtcd {
+		return usagef("backup: -etcd: %s", copyFile)
 	}
 	if fs.NArg() != 1 {
 		return usagef("backup: give one new output file: picket backup [-db F] OUT")
 	}
+	db := &sf.db
 	if err := mustExist(*db); err != nil {
 		return err
 	}
-	s, err := sqlite.Open(*db)
+	s, err := sqlite.Open(*db, overlayOption(sf.allowOverlay)...)
 	if err != nil {
 		return err
 	}

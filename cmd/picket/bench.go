@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,8 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -27,7 +28,7 @@ import (
 // maxBenchDuration bounds -d: every step of a sweep runs that long.
 const maxBenchDuration = 10 * time.Minute
 
-// runBench measures grant throughput (see package benchmarks): a sweep of
+// runBench measures grant throughput (see internal/bench): a sweep of
 // client counts over the chosen workloads, progress on stderr, a table (or
 // JSON rows) on stdout, optionally an SVG chart.
 //
@@ -37,14 +38,13 @@ const maxBenchDuration = 10 * time.Minute
 // only with -force, and then every lease the run took is released.
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "bench")
-	db := fs.String("db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file only with -force)")
+	var sf storeFlags
+	sf.register(fs)
+	// Not picket.db: a bench never writes to a store it was not pointed at.
+	setFlagHelp(fs, "db", "", "embedded mode: the SQLite `file` (default: a temporary file; an existing file only with -force)")
 	force := fs.Bool("force", false, "run on an existing -db file: its token counter moves on for good; the run's leases are released after each step")
-	server := fs.String("server", "", "remote mode: the picket server's `URL`")
-	authFile := fs.String("auth-token-file", "", "remote mode: read the bearer token from `file`")
-	var tlsF clientTLSFlags // -ca, -cert, -key for an https:// server (tls_client.go)
-	tlsF.register(fs)
 	clientsFlag := fs.String("c", "1,4,16,64,256", "the client counts of the sweep, comma-separated")
-	d := fs.Duration("d", benchmarks.DefaultDuration, "how long each step runs")
+	d := fs.Duration("d", bench.DefaultDuration, "how long each step runs")
 	names := fs.String("names", "all", "the workloads, comma-separated: distinct (acquire+release, each client its own name), fresh (new names, never released), hot (one name, hand-over), or all")
 	asJSON := fs.Bool("json", false, "print one JSON object per row instead of the table")
 	chart := fs.String("chart", "", "write an SVG chart of grants/s against clients to `file`")
@@ -63,8 +63,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *server != "" || *db != "" || *procs != "" || *historyCost < 1 || *historyCost > 100 || *d <= 0 || *d > maxBenchDuration {
-			return usagef("bench: -history-cost R (1 to 100 rounds) measures two temporary files: it excludes -server, -db and -procs")
+		if flagSource(fs, "server") != "" || flagSource(fs, "db") != "" || sf.etcd.set() || *procs != "" || *historyCost < 1 || *historyCost > 100 || *d <= 0 || *d > maxBenchDuration {
+			return usagef("bench: -history-cost R (1 to 100 rounds) measures two temporary files: it excludes -server, -db, -etcd and -procs")
 		}
 		return runBenchHistory(ctx, e, *historyCost, clients, workloads, *d)
 	}
@@ -73,13 +73,17 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *server != "" {
-			return usagef("bench: -procs measures an embedded file: it excludes -server")
+		kind, err := sf.resolve(fs)
+		if err != nil {
+			return err
+		}
+		if kind != storeEmbedded {
+			return usagef("bench: -procs measures an embedded file: it excludes -server and -etcd")
 		}
 		if *d <= 0 || *d > maxBenchDuration || *hold < 0 || *hold > time.Second {
 			return usagef("bench: -d %v or -hold %v is out of bounds", *d, *hold)
 		}
-		return runBenchProcs(ctx, e, *db, counts, *d, *hold)
+		return runBenchProcs(ctx, e, benchDB(fs, &sf), counts, *d, *hold)
 	}
 	clients, err := parseClients(*clientsFlag)
 	if err != nil {
@@ -92,28 +96,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// As for every command (storeFlags.open): a store named on the command
-	// line wins over one named in the environment.
-	dbFrom, serverFrom := flagSource(fs, "db"), flagSource(fs, "server")
-	if dbFrom == onCommandLine && serverFrom != onCommandLine {
-		*server = ""
-		if flagSource(fs, "auth-token-file") != onCommandLine {
-			*authFile = ""
-		}
-	}
-	if serverFrom == onCommandLine && dbFrom != onCommandLine {
-		*db = ""
-	}
-	if *server != "" && *db != "" {
-		return usagef("bench: %s and %s exclude each other: name one store", describeFlag("db", dbFrom), describeFlag("server", serverFrom))
-	}
-	if *authFile != "" && *server == "" {
-		return usagef("bench: %s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
+	kind, err := sf.resolve(fs) // as for every command: the command line wins
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, where, kind, closeStore, err := openBenchStore(e, *db, *server, *authFile, &tlsF, *force, slices.Max(clients))
+	store, where, storeName, closeStore, err := openBenchStore(e, kind, benchDB(fs, &sf), &sf, *force, slices.Max(clients))
 	if err != nil {
 		return err
 	}
@@ -121,25 +111,25 @@ func runBench(ctx context.Context, e *env, args []string) error {
 
 	steps := len(workloads) * len(clients)
 	fmt.Fprintf(e.stderr, "picket bench: %s; %d steps of %v (about %v)\n", where, steps, *d, time.Duration(steps)*(*d))
-	rows, runErr := benchmarks.Run(ctx, benchmarks.Config{
+	rows, runErr := bench.Run(ctx, bench.Config{
 		Store:     store,
 		Clients:   clients,
 		Workloads: workloads,
 		Duration:  *d,
 		// A server or an existing file (-force) is someone's store: leave
 		// no lease on it. A temporary file is deleted anyway.
-		Cleanup: *server != "" || *force,
-		Progress: func(p benchmarks.Progress) {
+		Cleanup: kind != storeEmbedded || *force,
+		Progress: func(p bench.Progress) {
 			if p.Row != nil {
 				fmt.Fprintf(e.stderr, "[%7.1fs] %d/%d %s\n", p.Elapsed.Seconds(), p.Step, p.Steps, progressLine(*p.Row))
 			}
 		},
 	})
-	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: kind, Where: where, DurationMS: d.Milliseconds(), TTLMS: benchmarks.DefaultTTL.Milliseconds()}); err != nil {
+	if err := printRows(e.stdout, rows, *asJSON, benchSettings{Store: storeName, Where: where, DurationMS: d.Milliseconds(), TTLMS: bench.DefaultTTL.Milliseconds()}); err != nil {
 		return err
 	}
 	if *chart != "" && len(rows) > 0 {
-		if err := writeChartFile(*chart, "picket bench: grants/s, "+kind, rows); err != nil {
+		if err := writeChartFile(*chart, "picket bench: grants/s, "+storeName, rows); err != nil {
 			return err
 		}
 	}
@@ -149,7 +139,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 // parseWorkloads reads -names: workloads, comma-separated, or "all".
 func parseWorkloads(s string) ([]string, error) {
 	if s == "all" {
-		return slices.Clone(benchmarks.DefaultWorkloads), nil
+		return slices.Clone(bench.DefaultWorkloads()), nil
 	}
 	if s == "both" {
 		return nil, usagef("bench: -names both was ambiguous and is gone: say all (every workload) or a list such as distinct,hot")
@@ -157,7 +147,7 @@ func parseWorkloads(s string) ([]string, error) {
 	var out []string
 	for w := range strings.SplitSeq(s, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains(benchmarks.DefaultWorkloads, w) {
+		if !slices.Contains(bench.DefaultWorkloads(), w) {
 			return nil, usagef("bench: -names %q: %q is not a workload (want distinct, fresh, hot, a comma list of them, or all)", s, w)
 		}
 		if !slices.Contains(out, w) {
@@ -172,8 +162,8 @@ func parseClients(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > benchmarks.MaxClients {
-			return nil, usagef("bench: -c %q: %q is not a client count in [1, %d]", s, f, benchmarks.MaxClients)
+		if err != nil || n < 1 || n > bench.MaxClients {
+			return nil, usagef("bench: -c %q: %q is not a client count in [1, %d]", s, f, bench.MaxClients)
 		}
 		out = append(out, n)
 	}
@@ -181,19 +171,24 @@ func parseClients(s string) ([]int, error) {
 }
 
 // openBenchStore opens the store under test and says what it is, at length
-// (where) and in short (kind). The returned function closes it and deletes
+// (where) and in short (name). The returned function closes it and deletes
 // a file created for the run.
 //
 // An existing -db file is refused without force: the run would grant
 // thousands of tokens on it, and a token counter never goes back.
-func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, force bool, maxClients int) (s lease.Store, where, kind string, closeStore func(), err error) {
-	if tlsF.set() && server == "" {
-		return nil, "", "", nil, usagef("bench: -ca, -cert and -key need -server")
+func openBenchStore(e *env, kind storeKind, db string, sf *storeFlags, force bool, maxClients int) (s lease.Store, where, name string, closeStore func(), err error) {
+	if kind == storeEtcd {
+		st, err := sf.etcd.open()
+		if err != nil {
+			return nil, "", "", nil, err
+		}
+		return st, "etcd " + sf.etcd.endpoints + " prefix " + sf.etcd.prefix, "etcd", func() { st.Close() }, nil
 	}
-	if server != "" {
+	if kind == storeRemote {
+		server, tlsF := sf.server, &sf.tls
 		var opts []httpapi.Option
-		if authFile != "" {
-			tok, err := readAuthToken(authFile)
+		if sf.authFile != "" {
+			tok, err := readAuthToken(sf.authFile)
 			if err != nil {
 				return nil, "", "", nil, err
 			}
@@ -245,7 +240,7 @@ func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, f
 			os.Remove(filepath.Dir(path))
 		}
 	}
-	st, err := sqlite.Open(path)
+	st, err := sqlite.Open(path, overlayOption(sf.allowOverlay)...)
 	if err != nil {
 		remove()
 		return nil, "", "", nil, err
@@ -262,9 +257,26 @@ func openBenchStore(e *env, db, server, authFile string, tlsF *clientTLSFlags, f
 	}, nil
 }
 
-func progressLine(r benchmarks.Row) string {
+// benchDB is the -db file of a bench: "" (a temporary file) unless -db was
+// given, on the command line or in the environment.
+func benchDB(fs *flag.FlagSet, sf *storeFlags) string {
+	if flagSource(fs, "db") == "" {
+		return ""
+	}
+	return sf.db
+}
+
+// setFlagHelp changes the default and the help of a flag that a command
+// registers with the shared store flags but reads its own way.
+func setFlagHelp(fs *flag.FlagSet, name, def, usage string) {
+	f := fs.Lookup(name)
+	f.DefValue, f.Usage = def, usage
+	f.Value.Set(def)
+}
+
+func progressLine(r bench.Row) string {
 	s := fmt.Sprintf("%-8s %4d clients: %9.0f grants/s", r.Names, r.Clients, r.GrantsPerSec)
-	if r.Names != benchmarks.Fresh {
+	if r.Names != bench.Fresh {
 		s += fmt.Sprintf(" %9.0f cycles/s", r.CyclesPerSec)
 	}
 	s += fmt.Sprintf("  p50 %s  p99 %s", msString(r.P50), msString(r.P99))
@@ -285,7 +297,7 @@ type benchSettings struct {
 
 // printRows prints the table, or one JSON object per row: the row's fields
 // and the run's settings.
-func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool, set benchSettings) error {
+func printRows(w io.Writer, rows []bench.Row, asJSON bool, set benchSettings) error {
 	if asJSON {
 		for _, r := range rows {
 			b, err := json.Marshal(r)
@@ -307,7 +319,7 @@ func printRows(w io.Writer, rows []benchmarks.Row, asJSON bool, set benchSetting
 	fmt.Fprintln(tw, "clients\tnames\tgrants/s\tcycles/s\tp50\tp99\tmin share\terrors\t")
 	for _, r := range rows {
 		cycles := "-"
-		if r.Names != benchmarks.Fresh {
+		if r.Names != bench.Fresh {
 			cycles = fmt.Sprintf("%.0f", r.CyclesPerSec)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%d\t\n",
@@ -327,12 +339,12 @@ func msString(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", ms)
 }
 
-func writeChartFile(path, title string, rows []benchmarks.Row) error {
+func writeChartFile(path, title string, rows []bench.Row) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := benchmarks.WriteChart(f, title, rows); err != nil {
+	if err := bench.WriteChart(f, title, rows); err != nil {
 		f.Close()
 		return fmt.Errorf("chart: %w", err)
 	}

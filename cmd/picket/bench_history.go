@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -66,7 +66,7 @@ func runBenchHistory(ctx context.Context, e *env, rounds int, clients []int, wor
 						st = on
 					}
 					cpu0 := processCPU()
-					rows, err := benchmarks.Run(ctx, benchmarks.Config{Store: st, Clients: []int{c}, Workloads: []string{w}, Duration: d})
+					rows, err := bench.Run(ctx, bench.Config{Store: st, Clients: []int{c}, Workloads: []string{w}, Duration: d})
 					if err != nil {
 						return err
 					}

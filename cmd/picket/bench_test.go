@@ -213,6 +213,8 @@ func TestBenchUsage(t *testing.T) {
 		{"zero duration", []string{"-d", "0s"}},
 		{"db and server", []string{"-db", "x.db", "-server", "http://127.0.0.1:1"}},
 		{"auth without server", []string{"-auth-token-file", "tok"}},
+		{"db and etcd", []string{"-db", "x.db", "-etcd", "127.0.0.1:1"}},
+		{"history cost on etcd", []string{"-history-cost", "1", "-etcd", "127.0.0.1:1"}},
 		{"argument", []string{"extra"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,19 +6,16 @@ require github.com/picketlock/picket v0.0.0-00010101000000-000000000000
 
 require github.com/picketlock/picket/storage/etcd v0.0.0-00010101000000-000000000000
 
-require github.com/picketlock/picket/benchmarks v0.0.0-00010101000000-000000000000
-
 replace github.com/picketlock/picket => ../..
 
 replace github.com/picketlock/picket/storage/etcd => ../../storage/etcd
-
-replace github.com/picketlock/picket/benchmarks => ../../benchmarks
 
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/go-kit/log v0.2.1
 	github.com/google/go-cmp v0.7.0
 	github.com/oklog/run v1.2.0
+	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/zap v1.28.0
 	golang.org/x/sys v0.50.0
@@ -57,7 +54,6 @@ require (
 	github.com/tmc/grpc-websocket-proxy v0.0.0-20220101234140-673ab2c3ae75 // indirect
 	github.com/xiang90/probing v0.0.0-20221125231312-a49e3df8f510 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	go.etcd.io/etcd/api/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/server/v3 v3.7.3 // indirect

@@ -8,7 +8,7 @@ import (
 const helpText = `picket: leases with fencing tokens, on one SQLite file, a picket server or an etcd cluster.
 
 Usage:
-  picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-auth-token-file F] [-lock-delay D]
+  picket serve   [-addr 127.0.0.1:7070] [-addr-file F] [-db picket.db | -etcd URLS] [-require-token-file F] [-lock-delay D]
                  [-admin-token-file F] [-history-max 100000] [-history-age 168h]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
@@ -28,7 +28,7 @@ Usage:
   picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
   picket watch   NAME [-json] [-count N] [-db F | -server URL | -etcd URLS]
                  (the state now, then one line per change; exit 0 on SIGINT/SIGTERM)
-  picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F]] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
+  picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F] | -etcd URLS] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
                  [-procs 2,5,10,20 [-hold 2ms]]   (many processes on one file against goroutines of one)
                  [-history-cost R]   (R rounds alternating two files, grant history off and on: its cost)
   picket revoke  NAME [-reason R] [-by WHO] [-token T] [-db F | -server URL -admin-token-file F | -etcd URLS]
@@ -46,20 +46,25 @@ Usage:
 
 Commands:
 %s
-Store (every command but serve):
+Store (every command but version and restore; serve and backup take -db or -etcd only, bench a new -db):
   -db FILE              embedded mode: open the SQLite file directly (default picket.db)
   -server URL           remote mode: talk to a picket server (e.g. http://127.0.0.1:7070)
   -auth-token-file F    remote mode: send the bearer token read from F (surrounding whitespace trimmed)
   -ca F -cert F -key F  remote mode: HTTPS, trusting the CAs in F instead of the system's; a client
                         certificate and key for a server that asks for one (a bare host:port is https)
-  -etcd URL,URL...      cluster mode: an etcd cluster's client URLs (serve takes it too, instead of -db)
+  -etcd URL,URL...      cluster mode: an etcd cluster's client URLs
   -etcd-prefix P        cluster mode: keep every key under P (default picket)
   -etcd-ca F -etcd-cert F -etcd-key F    cluster mode: TLS (CA, client certificate and key, PEM files)
   -etcd-user U -etcd-password-file F     cluster mode: log in to etcd as U
-  -allow-overlayfs      embedded mode (serve too): accept a -db on overlayfs, a container's root, which is
+  -allow-overlayfs      embedded mode: accept a -db on overlayfs, a container's root, which is
                         refused otherwise: the same file opened through the overlay's upper directory hands
                         out tokens twice, and a container recreated without a volume starts again at 1
                         (for a test suite in a container; a service uses a volume or a bind-mounted directory)
+
+serve -addr-file F writes the address it listens on (host:port; -addr :0 picks the port) to F once it
+answers, and removes F when it stops. -require-token-file F: the bearer token the server requires (its old
+name -auth-token-file still works for serve). A -server and its client flags exported in the environment are
+ignored by serve and backup.
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);

@@ -1,6 +1,6 @@
 // Command picket serves, holds and inspects picket leases.
 //
-//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db] [-auth-token-file F]
+//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-require-token-file F]
 //	picket run     -name N -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
 //	picket acquire -name N -ttl 30s [-wait D] [-print FIELDS] [-hold] [-db F | -server URL]
 //	picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,8 +98,6 @@ type server struct {
 	done chan struct{}
 }
 
-var servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
-
 // startServer starts "picket serve" on a free loopback port with the file db
 // and waits until it listens.
 func startServer(t testing.TB, db string, extra ...string) *server {
@@ -112,41 +110,40 @@ func startServer(t testing.TB, db string, extra ...string) *server {
 func startServe(t testing.TB, args ...string) *server {
 	t.Helper()
 	args = append([]string{"serve", "-addr", "127.0.0.1:0"}, args...)
-	p, logs, addr, done := startServing(t, "picket", childtest.Options{Args: args}, servingRE)
+	p, logs, addr, done := startServing(t, "picket", childtest.Options{Args: args})
 	return &server{cmd: p.Cmd, url: "http://" + addr, logs: logs, done: done}
 }
 
 // startServing starts a picket serve process (the child name, or with name
-// "" the program o.Exe), keeps its stderr in logs and waits until a line
-// matches re, whose submatches make the address it serves on. done is
-// closed once it has exited and its stderr was read; t.Cleanup kills it.
-func startServing(t testing.TB, name string, o childtest.Options, re *regexp.Regexp) (p *childtest.Proc, logs *syncBuffer, addr string, done chan struct{}) {
+// "" the program o.Exe) with -addr-file added to its arguments, keeps its
+// stderr in logs and waits until the address file appears: the address it
+// serves on. done is closed once it has exited and its stderr was read;
+// t.Cleanup kills it.
+func startServing(t testing.TB, name string, o childtest.Options) (p *childtest.Proc, logs *syncBuffer, addr string, done chan struct{}) {
 	t.Helper()
 	logs, done = &syncBuffer{}, make(chan struct{})
-	found := make(chan string, 1)
+	addrFile := filepath.Join(t.TempDir(), "addr")
+	o.Args = append(slices.Clip(o.Args), "-addr-file", addrFile)
 	o.StderrLines = true
-	o.OnLine = func(line string) {
-		logs.WriteString(line + "\n")
-		if m := re.FindStringSubmatch(line); m != nil {
-			select {
-			case found <- strings.Join(m[1:], ""):
-			default:
-			}
-		}
-	}
+	o.OnLine = func(line string) { logs.WriteString(line + "\n") }
 	p = childtest.Start(t, nil, name, o)
 	go func() {
 		p.Wait(0)
 		close(done)
 	}()
-	select {
-	case addr = <-found:
-	case <-done:
-		t.Fatalf("picket serve exited before listening:\n%s", logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("picket serve did not listen within 30s:\n%s", logs)
+	deadline := time.After(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(addrFile); err == nil {
+			return p, logs, strings.TrimSpace(string(b)), done
+		}
+		select {
+		case <-done:
+			t.Fatalf("picket serve exited before listening:\n%s", logs)
+		case <-deadline:
+			t.Fatalf("picket serve did not listen within 30s:\n%s", logs)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	return p, logs, addr, done
 }
 
 // kill9 kills the server with SIGKILL and waits for it to be gone.

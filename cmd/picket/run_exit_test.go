@@ -72,7 +72,7 @@ func TestRunExitStatuses(t *testing.T) {
 	writeFile(t, garbage, strings.Repeat("not a database\n", 512))
 	tokenFile := filepath.Join(dir, "token")
 	writeFile(t, tokenFile, "s3cret\n")
-	authed := startServer(t, filepath.Join(dir, "authed.db"), "-auth-token-file", tokenFile)
+	authed := startServer(t, filepath.Join(dir, "authed.db"), "-require-token-file", tokenFile)
 
 	tests := []struct {
 		name       string

@@ -124,7 +124,7 @@ func TestRemoteNeedsAuthToken(t *testing.T) {
 	dir := t.TempDir()
 	secret := dir + "/token"
 	writeFile(t, secret, "  s3cret\n")
-	srv := startServer(t, dir+"/picket.db", "-auth-token-file", secret)
+	srv := startServer(t, dir+"/picket.db", "-require-token-file", secret)
 	if r := runPicket(t, "ls", "-server", srv.url); r.code != exitError || !strings.Contains(r.stderr, "unauthorized") ||
 		!strings.Contains(r.stderr, "-auth-token-file") || !strings.Contains(r.stderr, "PICKET_AUTH_TOKEN_FILE") {
 		t.Errorf("ls without the token: exit %d, stderr %q; want %d, unauthorized, naming -auth-token-file and PICKET_AUTH_TOKEN_FILE", r.code, r.stderr, exitError)

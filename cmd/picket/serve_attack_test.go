@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,16 +54,13 @@ func plainBinary(t *testing.T) string {
 	return builtBin
 }
 
-// addrRE finds the address in the "serving" line, logfmt or JSON.
-var addrRE = regexp.MustCompile(`msg=serving addr=(\S+)|^\{"addr":"([^"]+)".*"msg":"serving"`)
-
 func startPlainServer(t *testing.T, args ...string) *plainServer {
 	t.Helper()
 	bin := plainBinary(t)
 	db := filepath.Join(t.TempDir(), "picket.db")
 	p, logs, addr, done := startServing(t, "", childtest.Options{
 		Exe: bin, Args: append([]string{"serve", "-addr", "127.0.0.1:0", "-db", db}, args...),
-	}, addrRE)
+	})
 	return &plainServer{cmd: p.Cmd, addr: addr, logs: logs, done: done}
 }
 

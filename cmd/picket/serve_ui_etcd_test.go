@@ -14,6 +14,6 @@ func TestServeUIEtcd(t *testing.T) {
 	dir := t.TempDir()
 	clientTok, adminTok := writeUITokens(t, dir)
 	s := startServe(t, "-etcd", strings.Join(c.endpoints, ","), "-etcd-prefix", "ui-test",
-		"-auth-token-file", clientTok, "-admin-token-file", adminTok)
+		"-require-token-file", clientTok, "-admin-token-file", adminTok)
 	uiChecks(t, s.url, "Live leases")
 }

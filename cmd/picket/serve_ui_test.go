@@ -23,7 +23,7 @@ import (
 func TestServeUI(t *testing.T) {
 	dir := t.TempDir()
 	clientTok, adminTok := writeUITokens(t, dir)
-	s := startServer(t, filepath.Join(dir, "picket.db"), "-auth-token-file", clientTok, "-admin-token-file", adminTok)
+	s := startServer(t, filepath.Join(dir, "picket.db"), "-require-token-file", clientTok, "-admin-token-file", adminTok)
 	uiChecks(t, s.url, "SQLite -wal")
 }
 

@@ -63,7 +63,17 @@ type store interface {
 	io.Closer
 }
 
-// open opens the store the flags name. fs must have been parsed.
+// storeKind is the kind of store the flags name.
+type storeKind int
+
+const (
+	storeEmbedded storeKind = iota // -db: an SQLite file (picket.db when nothing is named)
+	storeRemote                    // -server: a picket server
+	storeEtcd                      // -etcd: an etcd cluster
+)
+
+// resolve says which store the flags name, after the rules below, and
+// checks the flags that go with it. fs must have been parsed.
 //
 // The store flags come from two places, the command line and the
 // environment (PICKET_DB, PICKET_SERVER, PICKET_ETCD,
@@ -72,7 +82,7 @@ type store interface {
 // PICKET_SERVER exported, as the README suggests, "picket ls -db x.db" reads
 // x.db. Two stores named in one place are a usage error that says where each
 // came from.
-func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
+func (f *storeFlags) resolve(fs *flag.FlagSet) (storeKind, error) {
 	db, server, etcdSet := flagSource(fs, "db"), flagSource(fs, "server"), flagSource(fs, "etcd")
 	if f.server == "" {
 		server = ""
@@ -86,19 +96,8 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 			db = ""
 		}
 		if server != onCommandLine {
-			server, f.server = "", ""
-			if flagSource(fs, "auth-token-file") != onCommandLine {
-				f.authFile = ""
-			}
-			// The server's TLS settings from the environment go with it.
-			for _, t := range []struct {
-				flag string
-				v    *string
-			}{{"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
-				if flagSource(fs, t.flag) != onCommandLine {
-					*t.v = ""
-				}
-			}
+			server = ""
+			f.dropServer(fs)
 		}
 		if etcdSet != onCommandLine {
 			etcdSet, f.etcd.endpoints = "", ""
@@ -111,61 +110,108 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 		}
 	}
 	if len(named) > 1 {
-		return nil, usagef("%s exclude each other: name one store", strings.Join(named, " and "))
+		return 0, usagef("%s exclude each other: name one store", strings.Join(named, " and "))
 	}
 	if f.adminFile != "" && f.server == "" {
-		return nil, usagef("%s needs -server (an embedded store or etcd needs no token)", describeFlag("admin-token-file", flagSource(fs, "admin-token-file")))
-	}
-	if f.etcd.set() {
-		if f.authFile != "" {
-			return nil, usagef("%s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
-		}
-		if f.tls.set() {
-			return nil, usagef("-ca, -cert and -key need -server")
-		}
-		return f.etcd.open()
+		return 0, usagef("%s needs -server (an embedded store or etcd needs no token)", describeFlag("admin-token-file", flagSource(fs, "admin-token-file")))
 	}
 	if f.server != "" {
-		var opts []httpapi.Option
-		if f.authFile != "" {
-			tok, err := readAuthToken(f.authFile)
-			if err != nil {
-				return nil, err
-			}
-			opts = append(opts, httpapi.WithAuthToken(tok))
-		}
-		if f.adminFile != "" {
-			tok, err := readAuthToken(f.adminFile)
-			if err != nil {
-				return nil, fmt.Errorf("admin token: %w", err)
-			}
-			opts = append(opts, httpapi.WithAdminToken(tok))
-		}
-		url := f.tls.serverURL(f.server)
-		hc, err := f.tls.httpClient(url)
-		if err != nil {
-			return nil, err
-		}
-		if hc != nil {
-			opts = append(opts, httpapi.WithHTTPClient(hc))
-		}
-		c, err := httpapi.NewClient(url, opts...)
-		if err != nil {
-			return nil, usagef("%s: %v", describeFlag("server", server), err)
-		}
-		return remote{c}, nil
+		return storeRemote, nil
 	}
 	if f.authFile != "" {
-		return nil, usagef("%s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
+		return 0, usagef("%s needs -server", describeFlag("auth-token-file", flagSource(fs, "auth-token-file")))
 	}
 	if f.tls.set() {
-		return nil, usagef("-ca, -cert and -key need -server")
+		return 0, usagef("-ca, -cert and -key need -server")
+	}
+	if f.etcd.set() {
+		return storeEtcd, nil
+	}
+	return storeEmbedded, nil
+}
+
+// dropServer forgets -server and the client flags that go with it
+// (-auth-token-file, -ca, -cert, -key), except those given on the command
+// line: they came from the environment along with a server that is not
+// used.
+func (f *storeFlags) dropServer(fs *flag.FlagSet) {
+	f.server = ""
+	for _, t := range []struct {
+		flag string
+		v    *string
+	}{{"auth-token-file", &f.authFile}, {"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
+		if flagSource(fs, t.flag) != onCommandLine {
+			*t.v = ""
+		}
+	}
+}
+
+// local resolves the flags of a command that runs on a store of its own
+// (serve, backup): a -server, and the client flags that go with it, from
+// the environment are ignored (they are there for the clients), and on the
+// command line they are a usage error that says what cmd needs instead.
+func (f *storeFlags) local(fs *flag.FlagSet, cmd, instead string) (storeKind, error) {
+	if flagSource(fs, "server") == onCommandLine {
+		return 0, usagef("%s: -server names a picket server to use; %s", cmd, instead)
+	}
+	f.dropServer(fs) // what is left came from the command line
+	for _, c := range []struct{ flag, v string }{{"auth-token-file", f.authFile}, {"ca", f.tls.ca}, {"cert", f.tls.cert}, {"key", f.tls.key}} {
+		if c.v != "" {
+			return 0, usagef("%s: -%s goes with -server; %s", cmd, c.flag, instead)
+		}
+	}
+	return f.resolve(fs)
+}
+
+// open opens the store the flags name. fs must have been parsed.
+func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
+	kind, err := f.resolve(fs)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case storeEtcd:
+		return f.etcd.open()
+	case storeRemote:
+		return f.openRemote(fs)
 	}
 	s, err := sqlite.Open(f.db, overlayOption(f.allowOverlay)...)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openRemote returns the client of the -server the flags name.
+func (f *storeFlags) openRemote(fs *flag.FlagSet) (store, error) {
+	var opts []httpapi.Option
+	if f.authFile != "" {
+		tok, err := readAuthToken(f.authFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, httpapi.WithAuthToken(tok))
+	}
+	if f.adminFile != "" {
+		tok, err := readAuthToken(f.adminFile)
+		if err != nil {
+			return nil, fmt.Errorf("admin token: %w", err)
+		}
+		opts = append(opts, httpapi.WithAdminToken(tok))
+	}
+	url := f.tls.serverURL(f.server)
+	hc, err := f.tls.httpClient(url)
+	if err != nil {
+		return nil, err
+	}
+	if hc != nil {
+		opts = append(opts, httpapi.WithHTTPClient(hc))
+	}
+	c, err := httpapi.NewClient(url, opts...)
+	if err != nil {
+		return nil, usagef("%s: %v", describeFlag("server", flagSource(fs, "server")), err)
+	}
+	return remote{c}, nil
 }
 
 // with opens the store, runs f on it and closes it.

@@ -37,12 +37,12 @@ func TestLeaseOutlivesEtcdRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := a.Client().Leases(ctx)
+	ls, err := etcd.Client(a).Leases(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range ls.Leases {
-		if _, err := a.Client().Revoke(ctx, l.ID); err != nil {
+		if _, err := etcd.Client(a).Revoke(ctx, l.ID); err != nil {
 			t.Fatalf("revoke %x: %v", l.ID, err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestSweepEndsAbandoned(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := func() int64 {
-		resp, err := holder.Client().Get(ctx, holder.Prefix()+"/leases/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := etcd.Client(holder).Get(ctx, holder.Prefix()+"/leases/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

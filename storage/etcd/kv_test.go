@@ -117,7 +117,7 @@ func TestFencedKeyDeletedByHand(t *testing.T) {
 	if err := st.PutFenced(ctx, "k", []byte("new"), high); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Client().Delete(ctx, st.Prefix()+"/kv/k"); err != nil {
+	if _, err := etcd.Client(st).Delete(ctx, st.Prefix()+"/kv/k"); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutFenced(ctx, "k", []byte("stale"), low); err != nil {
@@ -171,7 +171,7 @@ func TestKVQuotaRace(t *testing.T) {
 			t.Errorf("PutFenced: %v", err)
 		}
 	}
-	resp, err := st.Client().Get(ctx, st.Prefix()+"/kv/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := etcd.Client(st).Get(ctx, st.Prefix()+"/kv/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestAcquireWritesOnce(t *testing.T) {
 	watcher := mustOpen(t, c)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	w := watcher.Client().Watch(ctx, prefix+"/leases/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	w := etcd.Client(watcher).Watch(ctx, prefix+"/leases/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 	if r := <-w; !r.Created {
 		t.Fatalf("watch: %v", r.Err())
 	}
@@ -223,7 +223,7 @@ func TestWaiterKeyGone(t *testing.T) {
 	}()
 	queue := st.Prefix() + "/queue/" + name + "\x00"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := st.Client().Delete(ctx, queue, clientv3.WithPrefix())
+		resp, err := etcd.Client(st).Delete(ctx, queue, clientv3.WithPrefix())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func TestReleaseOfQueuedGrant(t *testing.T) {
 		queued := func(n int64) {
 			t.Helper()
 			for {
-				resp, err := st.Client().Get(ctx, st.Prefix()+"/queue/"+name+"\x00", clientv3.WithPrefix(), clientv3.WithCountOnly())
+				resp, err := etcd.Client(st).Get(ctx, st.Prefix()+"/queue/"+name+"\x00", clientv3.WithPrefix(), clientv3.WithCountOnly())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -95,7 +95,7 @@ func TestHandOverRPCs(t *testing.T) {
 	queue := a.Prefix() + "/queue/hot\x00"
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	w := a.Client().Watch(wctx, queue, clientv3.WithPrefix(), clientv3.WithFilterDelete(), clientv3.WithCreatedNotify())
+	w := etcd.Client(a).Watch(wctx, queue, clientv3.WithPrefix(), clientv3.WithFilterDelete(), clientv3.WithCreatedNotify())
 	if resp := <-w; !resp.Created {
 		t.Fatalf("watch %q: %v", queue, resp.Err())
 	}
@@ -134,7 +134,7 @@ func TestHandOverRPCs(t *testing.T) {
 		}
 		wg.Wait()
 	})
-	if _, err := a.Client().Put(ctx, end, ""); err != nil {
+	if _, err := etcd.Client(a).Put(ctx, end, ""); err != nil {
 		t.Fatal(err)
 	}
 	<-watched

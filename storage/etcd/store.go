@@ -105,10 +105,6 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Client returns the etcd client the store uses, for a caller that wants to
-// put picket's comparisons in transactions of its own (see doc.go).
-func (s *Store) Client() *clientv3.Client { return s.client }
-
 // Prefix returns the key prefix, without its trailing "/".
 func (s *Store) Prefix() string { return s.cfg.prefix }
 

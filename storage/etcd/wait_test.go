@@ -31,15 +31,15 @@ func TestWaitOverReserved(t *testing.T) {
 	run := func(t *testing.T, st *etcd.Store) (problem string) {
 		ctx := t.Context()
 		name := "reserved/a"
-		ghost, err := st.Client().Grant(ctx, 10)
+		ghost, err := etcd.Client(st).Grant(ctx, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		key := fmt.Sprintf("%s/queue/%s\x00%016x", st.Prefix(), name, int64(ghost.ID))
-		if _, err := st.Client().Put(ctx, key, "owner-ghost", clientv3.WithLease(ghost.ID)); err != nil {
+		if _, err := etcd.Client(st).Put(ctx, key, "owner-ghost", clientv3.WithLease(ghost.ID)); err != nil {
 			t.Fatal(err)
 		}
-		leave := time.AfterFunc(300*time.Millisecond, func() { st.Client().Revoke(ctx, ghost.ID) })
+		leave := time.AfterFunc(300*time.Millisecond, func() { etcd.Client(st).Revoke(ctx, ghost.ID) })
 		defer leave.Stop()
 		g, err := st.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: "h", TTL: 20 * time.Second, Wait: 50 * time.Millisecond})
 		var he *lease.HeldError

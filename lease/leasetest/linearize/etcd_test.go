@@ -41,6 +41,7 @@ func TestLinearizableEtcd(t *testing.T) {
 		t.Run(fmt.Sprintf("%dMembers", members), func(t *testing.T) {
 			c := etcdtest.Start(t, members)
 			var stores []*etcd.Store
+			cli := c.Client(t) // settle's writes, beside the stores
 			for range 3 {
 				st, err := etcd.Open(c.Endpoints, etcd.WithPrefix("lin"))
 				if err != nil {
@@ -59,7 +60,7 @@ func TestLinearizableEtcd(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 					defer cancel()
-					if _, err := stores[0].Client().Put(ctx, "lin/settle", ""); err != nil {
+					if _, err := cli.Put(ctx, "lin/settle", ""); err != nil {
 						t.Fatalf("settle: %v", err)
 					}
 				},

@@ -30,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
 	"github.com/picketlock/picket/benchmarks/peers"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 func main() {
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	workloads := strings.Split(*names, ",")
 	for _, w := range workloads {
-		if !slices.Contains(benchmarks.DefaultWorkloads, w) {
+		if !slices.Contains(bench.DefaultWorkloads(), w) {
 			return fmt.Errorf("-names: %q is not a workload (distinct, fresh, hot)", w)
 		}
 	}
@@ -274,13 +274,13 @@ func writeOutputs(dir string, m machine, results []peers.Result) error {
 		return err
 	}
 	type jsonRow struct {
-		Target     string          `json:"target"`
-		Durability string          `json:"durability"`
-		Durable    bool            `json:"durable"`
-		Version    string          `json:"version,omitempty"`
-		Row        *benchmarks.Row `json:"row,omitempty"`
-		ServerCPU  float64         `json:"server_cpu_us_per_request,omitempty"`
-		Err        string          `json:"error,omitempty"`
+		Target     string     `json:"target"`
+		Durability string     `json:"durability"`
+		Durable    bool       `json:"durable"`
+		Version    string     `json:"version,omitempty"`
+		Row        *bench.Row `json:"row,omitempty"`
+		ServerCPU  float64    `json:"server_cpu_us_per_request,omitempty"`
+		Err        string     `json:"error,omitempty"`
 	}
 	var rows []jsonRow
 	for _, r := range results {
@@ -362,8 +362,8 @@ func parseInts(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > benchmarks.MaxClients {
-			return nil, fmt.Errorf("%q is not a client count in [1, %d]", f, benchmarks.MaxClients)
+		if err != nil || n < 1 || n > bench.MaxClients {
+			return nil, fmt.Errorf("%q is not a client count in [1, %d]", f, bench.MaxClients)
 		}
 		out = append(out, n)
 	}

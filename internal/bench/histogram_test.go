@@ -1,4 +1,4 @@
-package benchmarks_test
+package bench_test
 
 import (
 	"math/rand/v2"
@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 func TestHistogramEmpty(t *testing.T) {
-	var h benchmarks.Histogram
+	var h bench.Histogram
 	if h.Count() != 0 || h.Quantile(0.5) != 0 || h.Max() != 0 {
 		t.Errorf("empty histogram: count %d, p50 %v, max %v; want zeros", h.Count(), h.Quantile(0.5), h.Max())
 	}
@@ -30,7 +30,7 @@ func TestHistogramQuantiles(t *testing.T) {
 		{"constant", func() time.Duration { return 1234567 * time.Nanosecond }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var h benchmarks.Histogram
+			var h bench.Histogram
 			samples := make([]time.Duration, 10_000)
 			for i := range samples {
 				samples[i] = tc.gen()
@@ -56,7 +56,7 @@ func TestHistogramQuantiles(t *testing.T) {
 }
 
 func TestHistogramMerge(t *testing.T) {
-	var a, b, all benchmarks.Histogram
+	var a, b, all bench.Histogram
 	for i := range 1000 {
 		d := time.Duration(i) * time.Microsecond
 		all.Record(d)
@@ -66,10 +66,10 @@ func TestHistogramMerge(t *testing.T) {
 			b.Record(d)
 		}
 	}
-	var m benchmarks.Histogram
+	var m bench.Histogram
 	m.Merge(&a)
 	m.Merge(&b)
-	m.Merge(&benchmarks.Histogram{})
+	m.Merge(&bench.Histogram{})
 	for _, q := range []float64{0, 0.5, 0.99, 1} {
 		if m.Quantile(q) != all.Quantile(q) {
 			t.Errorf("q%v of merged: %v, of all at once: %v", q, m.Quantile(q), all.Quantile(q))
@@ -81,7 +81,7 @@ func TestHistogramMerge(t *testing.T) {
 }
 
 func TestHistogramNegative(t *testing.T) {
-	var h benchmarks.Histogram
+	var h bench.Histogram
 	h.Record(-time.Second)
 	if h.Quantile(1) != 0 || h.Count() != 1 {
 		t.Errorf("a negative sample: q1 %v, count %d; want 0, 1", h.Quantile(1), h.Count())

@@ -1,4 +1,4 @@
-package benchmarks
+package bench
 
 import (
 	"fmt"
@@ -38,9 +38,9 @@ const (
 	DefaultOwner = "picket-bench"
 )
 
-// DefaultClients is the sweep of client counts used when Config.Clients is
-// empty.
-var DefaultClients = []int{1, 4, 16, 64, 256}
+// DefaultClients returns the sweep of client counts used when
+// Config.Clients is empty: a new slice each call, which the caller may keep.
+func DefaultClients() []int { return []int{1, 4, 16, 64, 256} }
 
 // Describe says in a few words what workload w measures, for legends.
 func Describe(w string) string {
@@ -55,8 +55,9 @@ func Describe(w string) string {
 	return w
 }
 
-// DefaultWorkloads are the workloads run when Config.Workloads is empty.
-var DefaultWorkloads = []string{Distinct, Fresh, Hot}
+// DefaultWorkloads returns the workloads run when Config.Workloads is
+// empty: a new slice each call, which the caller may keep.
+func DefaultWorkloads() []string { return []string{Distinct, Fresh, Hot} }
 
 // MaxClients bounds a step's client count.
 const MaxClients = 10_000
@@ -68,11 +69,11 @@ type Config struct {
 	Store lease.Store
 
 	// Clients lists the client counts of the sweep, each run as a step of
-	// every workload (default DefaultClients).
+	// every workload (default DefaultClients()).
 	Clients []int
 
 	// Workloads lists the workloads, run in this order for each client
-	// count (default DefaultWorkloads).
+	// count (default DefaultWorkloads()).
 	Workloads []string
 
 	// Duration is how long each step runs (default DefaultDuration).
@@ -141,7 +142,7 @@ func (c Config) settings() (settings, error) {
 		return s, invalidf("no store")
 	}
 	if len(s.clients) == 0 {
-		s.clients = slices.Clone(DefaultClients)
+		s.clients = DefaultClients()
 	}
 	for _, n := range s.clients {
 		if n < 1 || n > MaxClients {
@@ -149,7 +150,7 @@ func (c Config) settings() (settings, error) {
 		}
 	}
 	if len(s.workloads) == 0 {
-		s.workloads = slices.Clone(DefaultWorkloads)
+		s.workloads = DefaultWorkloads()
 	}
 	for _, w := range s.workloads {
 		if w != Distinct && w != Fresh && w != Hot {

@@ -1,4 +1,4 @@
-package benchmarks_test
+package bench_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 )
 
 // wellFormed decodes the whole of doc as XML and counts its elements by name.
@@ -32,15 +32,15 @@ func wellFormed(t *testing.T, doc []byte) map[string]int {
 }
 
 func TestWriteChart(t *testing.T) {
-	var rows []benchmarks.Row
+	var rows []bench.Row
 	for i, c := range []int{1, 4, 16, 64} {
 		rows = append(rows,
-			benchmarks.Row{Names: benchmarks.Distinct, Clients: c, GrantsPerSec: float64(1000 * (i + 1)), P50: time.Millisecond},
-			benchmarks.Row{Names: benchmarks.Hot, Clients: c, GrantsPerSec: 500})
+			bench.Row{Names: bench.Distinct, Clients: c, GrantsPerSec: float64(1000 * (i + 1)), P50: time.Millisecond},
+			bench.Row{Names: bench.Hot, Clients: c, GrantsPerSec: 500})
 	}
 	for _, tc := range []struct {
 		name      string
-		rows      []benchmarks.Row
+		rows      []bench.Row
 		lines     int
 		points    int // one marker with a tooltip per row
 		series    int // one legend entry, marker included, per workload
@@ -50,11 +50,11 @@ func TestWriteChart(t *testing.T) {
 		{"two series", rows, 2, 8, 2, []string{">distinct: acquire+release, own name<", ">hot: one hot name, hand-over<", ">64<", "4k"}, "picket <bench> & co"},
 		{"one point", rows[:1], 0, 1, 1, []string{">distinct: acquire+release, own name<"}, "one"},
 		{"no rows", nil, 0, 0, 0, nil, "empty"},
-		{"all zero", []benchmarks.Row{{Names: benchmarks.Fresh, Clients: 2}}, 0, 1, 1, []string{">fresh: fresh grants, never released<"}, "zero"},
+		{"all zero", []bench.Row{{Names: bench.Fresh, Clients: 2}}, 0, 1, 1, []string{">fresh: fresh grants, never released<"}, "zero"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := benchmarks.WriteChart(&buf, tc.titleText, tc.rows); err != nil {
+			if err := bench.WriteChart(&buf, tc.titleText, tc.rows); err != nil {
 				t.Fatal(err)
 			}
 			count := wellFormed(t, buf.Bytes())

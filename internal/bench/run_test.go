@@ -1,4 +1,4 @@
-package benchmarks_test
+package bench_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/picketlock/picket/benchmarks"
+	"github.com/picketlock/picket/internal/bench"
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/storage/memory"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -22,11 +23,11 @@ func ctxT(t testing.TB) context.Context {
 
 func TestRunSweep(t *testing.T) {
 	var progress []string
-	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-		Store:    newMemory(),
+	rows, err := bench.Run(ctxT(t), bench.Config{
+		Store:    newMemory(t),
 		Clients:  []int{1, 3},
 		Duration: 30 * time.Millisecond,
-		Progress: func(p benchmarks.Progress) {
+		Progress: func(p bench.Progress) {
 			state := "start"
 			if p.Row != nil {
 				state = "end"
@@ -61,7 +62,7 @@ func TestRunSweep(t *testing.T) {
 			t.Errorf("%s/%d: %d grants, %.0f/s: want some", r.Names, r.Clients, r.Grants, r.GrantsPerSec)
 		}
 		wantCycles := r.Grants
-		if r.Names == benchmarks.Fresh {
+		if r.Names == bench.Fresh {
 			wantCycles = 0
 		}
 		if r.Cycles != wantCycles {
@@ -81,10 +82,10 @@ func TestRunSweep(t *testing.T) {
 
 // The count bound ends a step long before its duration.
 func TestRunMaxOps(t *testing.T) {
-	for _, w := range benchmarks.DefaultWorkloads {
+	for _, w := range bench.DefaultWorkloads() {
 		t.Run(w, func(t *testing.T) {
-			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-				Store:     newMemory(),
+			rows, err := bench.Run(ctxT(t), bench.Config{
+				Store:     newMemory(t),
 				Clients:   []int{4},
 				Workloads: []string{w},
 				Duration:  time.Minute,
@@ -110,8 +111,8 @@ func (failing) Acquire(context.Context, lease.AcquireRequest) (lease.Grant, erro
 }
 
 func TestRunCountsErrors(t *testing.T) {
-	rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
-		Store:   failing{newMemory()},
+	rows, err := bench.Run(ctxT(t), bench.Config{
+		Store:   failing{newMemory(t)},
 		Clients: []int{2},
 		// MaxOps ends the step (the failing store answers at once); the
 		// duration only has to outlast a slow start on a loaded machine.
@@ -131,11 +132,11 @@ func TestRunCountsErrors(t *testing.T) {
 func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	rows, err := benchmarks.Run(ctx, benchmarks.Config{
-		Store:    newMemory(),
+	rows, err := bench.Run(ctx, bench.Config{
+		Store:    newMemory(t),
 		Clients:  []int{1, 2, 3},
 		Duration: 10 * time.Millisecond,
-		Progress: func(p benchmarks.Progress) {
+		Progress: func(p bench.Progress) {
 			if p.Row != nil {
 				if n++; n == 2 {
 					cancel()
@@ -154,21 +155,21 @@ func TestRunCancelled(t *testing.T) {
 func TestRunInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  benchmarks.Config
+		cfg  bench.Config
 	}{
-		{"no store", benchmarks.Config{}},
-		{"zero clients", benchmarks.Config{Store: newMemory(), Clients: []int{0}}},
-		{"too many clients", benchmarks.Config{Store: newMemory(), Clients: []int{benchmarks.MaxClients + 1}}},
-		{"unknown workload", benchmarks.Config{Store: newMemory(), Workloads: []string{"warm"}}},
-		{"negative duration", benchmarks.Config{Store: newMemory(), Duration: -time.Second}},
-		{"negative max ops", benchmarks.Config{Store: newMemory(), MaxOps: -1}},
-		{"ttl too short", benchmarks.Config{Store: newMemory(), TTL: time.Millisecond}},
-		{"control character in prefix", benchmarks.Config{Store: newMemory(), Prefix: "a\nb"}},
+		{"no store", bench.Config{}},
+		{"zero clients", bench.Config{Store: newMemory(t), Clients: []int{0}}},
+		{"too many clients", bench.Config{Store: newMemory(t), Clients: []int{bench.MaxClients + 1}}},
+		{"unknown workload", bench.Config{Store: newMemory(t), Workloads: []string{"warm"}}},
+		{"negative duration", bench.Config{Store: newMemory(t), Duration: -time.Second}},
+		{"negative max ops", bench.Config{Store: newMemory(t), MaxOps: -1}},
+		{"ttl too short", bench.Config{Store: newMemory(t), TTL: time.Millisecond}},
+		{"control character in prefix", bench.Config{Store: newMemory(t), Prefix: "a\nb"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			called := false
-			tc.cfg.Progress = func(benchmarks.Progress) { called = true }
-			rows, err := benchmarks.Run(ctxT(t), tc.cfg)
+			tc.cfg.Progress = func(bench.Progress) { called = true }
+			rows, err := bench.Run(ctxT(t), tc.cfg)
 			if !errors.Is(err, lease.ErrInvalid) {
 				t.Errorf("Run: %v, want lease.ErrInvalid", err)
 			}
@@ -180,8 +181,8 @@ func TestRunInvalid(t *testing.T) {
 }
 
 func TestRowJSON(t *testing.T) {
-	r := benchmarks.Row{
-		Names: benchmarks.Hot, Clients: 16, Elapsed: 2 * time.Second,
+	r := bench.Row{
+		Names: bench.Hot, Clients: 16, Elapsed: 2 * time.Second,
 		Grants: 3001, Cycles: 3000, Errors: 2, FirstError: errBroken,
 		GrantsPerSec: 1500.54, CyclesPerSec: 1500.04,
 		P50: 1500 * time.Microsecond, P99: 12345678 * time.Nanosecond, Max: 20 * time.Millisecond,
@@ -211,11 +212,11 @@ func TestRowJSON(t *testing.T) {
 func TestRunCleanup(t *testing.T) {
 	for _, cleanup := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleanup=%v", cleanup), func(t *testing.T) {
-			st := newMemory()
-			rows, err := benchmarks.Run(ctxT(t), benchmarks.Config{
+			st := newMemory(t)
+			rows, err := bench.Run(ctxT(t), bench.Config{
 				Store:     st,
 				Clients:   []int{2},
-				Workloads: benchmarks.DefaultWorkloads,
+				Workloads: bench.DefaultWorkloads(),
 				Duration:  30 * time.Millisecond,
 				Prefix:    "cleanup/",
 				Cleanup:   cleanup,
@@ -229,7 +230,7 @@ func TestRunCleanup(t *testing.T) {
 			}
 			var fresh int64
 			for _, r := range rows {
-				if r.Names == benchmarks.Fresh {
+				if r.Names == bench.Fresh {
 					fresh = r.Grants
 				}
 				if r.Left != 0 {
@@ -247,4 +248,14 @@ func TestRunCleanup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newMemory returns a new memory store (New with no options cannot fail).
+func newMemory(t *testing.T) *memory.Store {
+	t.Helper()
+	st, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -1,4 +1,4 @@
-package benchmarks
+package bench
 
 import (
 	"bufio"
@@ -17,7 +17,11 @@ const (
 	padLeft, padRight, padTop, padBo = 80, 330, 60, 60
 )
 
-var seriesColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+// seriesColor is the color of the chart's i-th line.
+func seriesColor(i int) string {
+	colors := [...]string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+	return colors[i%len(colors)]
+}
 
 // WriteChart draws rows as an SVG line chart of grants per second (y, from
 // zero) against clients (x, on a logarithmic scale), one line per workload,
@@ -80,7 +84,7 @@ func WriteChart(w io.Writer, title string, rows []Row) error {
 		padTop+plotH/2, padTop+plotH/2)
 
 	for i, name := range series {
-		color := seriesColors[i%len(seriesColors)]
+		color := seriesColor(i)
 		var pts []string
 		var dots strings.Builder
 		for _, r := range rows {
