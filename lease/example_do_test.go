@@ -17,12 +17,13 @@ import (
 // embedded SQLite file: Do waits for the name, runs the function with a
 // context that ends if the lease is lost, and releases the name when the
 // function returns. The work writes with the lease's token, so a write made
-// after a loss is refused where the data lives.
+// after a loss is refused where the data lives. (TestReadmeDo checks that
+// the README shows this code.)
 func ExampleManager_Do() {
 	dir, _ := os.MkdirTemp("", "picket-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-
+	// --- README do begins ---
 	store, err := sqlite.Open(filepath.Join(dir, "picket.db"))
 	if err != nil {
 		log.Fatal(err)
@@ -48,6 +49,7 @@ func ExampleManager_Do() {
 	case err != nil:
 		log.Fatal(err) // not acquired, or the work's own error
 	}
+	// --- README do ends ---
 	if _, err := store.Get(ctx, "reports/nightly"); errors.Is(err, lease.ErrNotFound) {
 		fmt.Println("released")
 	}
