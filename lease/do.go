@@ -22,7 +22,8 @@ import (
 // successful renewal (TTL less the margin, WithMargin), a fence's refusal
 // passed to l.Fenced, the store showing the name free or held by another
 // (released by someone else, revoked, expired on the store's clock), each
-// with a cause matching ErrLost. Do the work under it, present l.Token()
+// with a cause matching ErrLost (and ErrRevoked for a revoke the store
+// shows). Do the work under it, present l.Token()
 // with every write, and return when it ends: Do waits for fn.
 //
 // fn's context carries ctx's values. The lease's own Context is l.Context()
