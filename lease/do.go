@@ -52,7 +52,7 @@ import (
 //
 // The release runs under ctx's values without its cancellation, within a
 // few seconds. If fn panics, the name is released and the panic goes on.
-func (m *Manager) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, l *Lease) error) (err error) {
+func (m *Manager) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, l *Lease) error) error {
 	if fn == nil {
 		return fmt.Errorf("do %q: %w: no function to run", name, ErrInvalid)
 	}
@@ -65,18 +65,23 @@ func (m *Manager) Do(ctx context.Context, name string, ttl time.Duration, fn fun
 		return fmt.Errorf("do %q: %w", name, err)
 	}
 	l.KeepAlive()
-	t := newTerm(l, m.store) // the lease kept alive and its name watched, as a leader's
+	return m.runHeld(ctx, newTerm(l, m.store), fn) // the lease kept alive and its name watched, as a leader's
+}
 
-	wctx, stop := context.WithCancelCause(l.Context())
+// runHeld runs fn under the lease of t, with a context that ends with the
+// lease or with ctx, and releases the lease once fn has returned (or
+// panicked). Its error is Do's.
+func (m *Manager) runHeld(ctx context.Context, t *Term, fn func(ctx context.Context, l *Lease) error) (err error) {
+	wctx, stop := context.WithCancelCause(t.Context())
 	unhook := context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
 	defer func() {
 		unhook()
 		stop(context.Canceled)
 		if lost := m.doRelease(ctx, t); lost != nil {
-			err = joinLoss(name, lost, err)
+			err = joinLoss(t.lease.Name(), lost, err)
 		}
 	}()
-	return fn(wctx, l)
+	return fn(wctx, t.lease)
 }
 
 // doRelease releases the lease of t once fn has returned, and returns its
