@@ -114,6 +114,22 @@ func TestIsOwner(t *testing.T) {
 		mustNotOwn(g, "released")
 	}
 
+	{ // a lease of a Manager, as the documentation shows it
+		l, err := lease.NewManager(st).Acquire(ctx, "own/manager", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustOwn(st, l.Grant(), "a Manager's lease")
+		if err := l.Renew(ctx, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		mustOwn(st, l.Grant(), "a Manager's lease, renewed")
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mustNotOwn(l.Grant(), "a Manager's lease, released")
+	}
+
 	{ // past its TTL, then taken over
 		g := acquire(lease.AcquireRequest{Name: "own/takeover", Holder: "a"})
 		take := lease.AcquireRequest{Name: g.Name, Holder: "b", TTL: time.Minute}
