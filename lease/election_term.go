@@ -51,7 +51,7 @@ func (t *Term) Leader() Leader {
 // local deadline passing without a successful renewal (a pause, a store out
 // of reach), a fence's rejection passed to Fenced, or the store's watch
 // showing the name free or held by someone else (each with a cause matching
-// ErrLost). Lead under this context: stop everything a leader does when it
+// ErrLost; a revoke the store shows also matches ErrRevoked). Lead under this context: stop everything a leader does when it
 // ends.
 func (t *Term) Context() context.Context { return t.lease.Context() }
 
@@ -114,9 +114,20 @@ func (t *Term) watch(w Watcher) {
 		}
 		b = newBackoff(10*time.Millisecond, time.Second)
 		if !s.Held || s.Token != l.Token() {
-			l.end(fmt.Errorf("%w: %q: the store shows the term over: %v", ErrLost, l.Name(), s))
+			l.end(termOver(l, s))
 			return
 		}
 		cursor = s
 	}
+}
+
+// termOver is the cause of a term that the store shows over in s: a
+// *RevokedError when s says the term's own token was revoked (the reason
+// and author come with the store's answer to the release), else ErrLost.
+func termOver(l *Lease, s State) error {
+	var lost error = ErrLost
+	if !s.Held && s.Token == l.Token() && s.Reason == ReasonRevoked {
+		lost = &RevokedError{Name: l.Name(), Token: l.Token()}
+	}
+	return fmt.Errorf("%q: the store shows the term over: %v: %w", l.Name(), s, lost)
 }

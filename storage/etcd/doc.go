@@ -98,6 +98,16 @@
 // t) and writes; a missing key is written at once. A token above the
 // cluster's current revision was never issued and is refused.
 //
+// # Fencing inside etcd
+//
+// Data kept in the same cluster can be guarded by the lease itself:
+// IsOwner(g) returns the comparisons (the ones Release makes) that hold
+// exactly while g holds its name, for the If of a transaction of the
+// caller's own, as etcd's concurrency.Mutex.IsOwner does. A lease past its
+// TTL that no store has ended yet still holds them: nobody else can be
+// granted the name before a store changes its key, so the guarded writes of
+// two holders never interleave.
+//
 // # Failures
 //
 // Every request is bounded by WithRequestTimeout and fails at once on a
