@@ -22,6 +22,7 @@ type batch struct {
 	counter token.Token
 	q       batchQuota // quota.go
 	waiting bool       // the waiters table had a row when the batch began (queued)
+	watched bool       // some name of the file is watched: ends are recorded (ended.go)
 
 	// The waiters queue (queue.go): the acquires a hand-over in this
 	// batch answered in this process, their results, the rows this batch
@@ -134,8 +135,8 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 func (b *batch) start() (string, error) {
 	s := b.s
 	epoch := s.clock.Epoch()
-	var c, same, waiting int64
-	if err := s.w.head.QueryRowContext(b.ctx, epoch).Scan(&c, &same, &waiting); err != nil {
+	var c, same, waiting, watched int64
+	if err := s.w.head.QueryRowContext(b.ctx, epoch).Scan(&c, &same, &waiting, &watched); err != nil {
 		return "", fmt.Errorf("read token counter and epoch: %w", err)
 	}
 	if same == 0 {
@@ -146,7 +147,7 @@ func (b *batch) start() (string, error) {
 	}
 	b.now, b.wall = s.clock.Now(), s.clock.Wall()
 	b.counter = token.Token(c)
-	b.waiting = waiting != 0
+	b.waiting, b.watched = waiting != 0, watched != 0
 	return epoch, nil
 }
 
@@ -187,6 +188,8 @@ func (b *batch) apply(o *op) (result, error) {
 		return b.revoke(o)
 	case opPrune:
 		return b.prune(o)
+	case opMark:
+		return b.mark(o) // ended.go
 	case opSync:
 		return result{}, nil
 	}
@@ -360,6 +363,9 @@ func (b *batch) release(o *op) (result, error) {
 	if n != 1 {
 		lost, err := b.lost("release", o) // revoke.go
 		return result{err: lost}, err
+	}
+	if err := b.ended(o.name, o.tok, endedReleased); err != nil { // ended.go
+		return result{}, err
 	}
 	// The event has no owner: reading it would cost the release a
 	// RETURNING; History fills it in from the grant's event (history.go).

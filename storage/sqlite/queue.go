@@ -321,6 +321,9 @@ func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", name, tok); err != nil {
 		return false, fmt.Errorf("take back the lapsed grant of %q: %w", name, err)
 	}
+	if err := b.ended(name, token.Token(tok), int64(b.now)); err != nil { // ended.go: expired, unclaimed
+		return false, err
+	}
 	b.durable = true
 	return true, b.dropWaiter(seq)
 }

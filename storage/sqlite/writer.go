@@ -28,6 +28,7 @@ const (
 	opLapse  // a look at a name granted to another process's waiter, once the grant may have lapsed
 	opRevoke // an operator's revoke (revoke.go)
 	opPrune  // the history past its retention (history.go)
+	opMark   // a name marked watched (ended.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending
