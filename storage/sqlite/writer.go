@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/picketlock/picket/internal/jitter"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
@@ -334,7 +334,7 @@ func (s *Store) retryBusy(ctx context.Context, fn func() error) error {
 		if err == nil || !isBusy(err) || time.Since(start) >= s.busy {
 			return err
 		}
-		d := sleep/2 + rand.N(sleep)
+		d := jitter.Between(sleep/2, sleep+sleep/2)
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
