@@ -216,8 +216,7 @@ func (b *batch) dropWaiter(seq int64) error {
 func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Duration) (row, error) {
 	b.counter++
 	r := row{holder: holder, owner: owner, token: b.counter, ttl: ttl, expires: b.now + life, lockDelay: lockDelay}
-	if _, err := b.s.w.grant.ExecContext(b.ctx, name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
+	if _, err := b.writeLease(b.s.w.grant, name, r); err != nil {
 		return row{}, fmt.Errorf("hand %q over: %w", name, err)
 	}
 	if err := b.record(lease.EventGrant, name, r.token, owner, "handed over", "", time.Time{}); err != nil { // history.go
