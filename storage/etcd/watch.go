@@ -2,11 +2,13 @@ package etcd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	"github.com/picketlock/picket/token"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -32,7 +34,9 @@ import (
 //
 // A released key and a key an observer deleted at expiry (no lock-delay)
 // are the same delete event; the Reason is "released" when the event comes
-// before the lease's deadline as its record renders it, "expired" after.
+// before the lease's deadline as its record renders it, "expired" after. A
+// revoke deletes the key in the transaction that writes its revocation
+// record: a delete at that record's revision is "revoked".
 
 var _ lease.Watcher = (*Store)(nil)
 
@@ -112,6 +116,8 @@ func (s *Store) watchStep(ctx context.Context, name string, after lease.State, c
 				st := *cur
 				if st.Held {
 					st.Reason = lease.ChangeReason(after, st)
+				} else if err := s.revokedReason(ctx, &st); err != nil {
+					return lease.State{}, true, err
 				}
 				return st, true, nil
 			}
@@ -194,4 +200,31 @@ func (s *Store) readState(ctx context.Context, name string) (lease.State, *mvccp
 			return free, nil, nil
 		}
 	}
+}
+
+// revokedReason sets st.Reason to revoked when st, a free state answered
+// after a delete, is the revision at which a revoke deleted the key: Revoke
+// writes the name's revocation record in the same transaction. One read,
+// and only for a delete that ends a watch.
+func (s *Store) revokedReason(ctx context.Context, st *lease.State) error {
+	if st.Rev == 0 || st.Token == 0 {
+		return nil
+	}
+	rctx, cancel := s.rpc(ctx)
+	resp, err := s.client.Get(rctx, s.keys.revoked(st.Name), clientv3.WithRev(int64(st.Rev)))
+	cancel()
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return nil // the record's revision is gone: keep what the event said
+	}
+	if err != nil {
+		return failed(ctx, "watch", st.Name, false, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != int64(st.Rev) {
+		return nil
+	}
+	var rec revokedRecord
+	if json.Unmarshal(resp.Kvs[0].Value, &rec) == nil && token.Token(rec.Token) == st.Token {
+		st.Reason = lease.ReasonRevoked
+	}
+	return nil
 }
