@@ -90,8 +90,7 @@ var _ lease.Watcher = (*Store)(nil)
 // or by the lease's deadline on the store's clock.
 //
 // Errors: lease.ErrInvalid, ErrClosed, lease.ErrUnavailable (a read that
-// stayed busy, or the first watch of a name that could not write its mark:
-// ended.go), or ctx's error.
+// stayed busy), or ctx's error.
 func (s *Store) Watch(ctx context.Context, name string, after lease.State) (lease.State, error) {
 	if err := lease.ValidateWatch(name, after); err != nil {
 		return lease.State{}, fmt.Errorf("sqlite: watch: %w", err)
