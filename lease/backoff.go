@@ -2,8 +2,9 @@ package lease
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
+
+	"github.com/picketlock/picket/internal/jitter"
 )
 
 // backoff is a doubling pause with jitter: each delay is drawn between half
@@ -21,17 +22,9 @@ func newBackoff(lo, hi time.Duration) *backoff {
 
 // next returns the next delay, in [step/2, step], and doubles the step.
 func (b *backoff) next() time.Duration {
-	d := jitter(b.step)
+	d := jitter.Between(b.step/2, b.step)
 	b.step = min(2*b.step, b.max)
 	return d
-}
-
-// jitter returns a random duration in [d/2, d].
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return max(d, 0)
-	}
-	return d/2 + rand.N(d-d/2+1)
 }
 
 // sleep waits for d or the end of ctx; it reports whether the full d passed.

@@ -2,9 +2,6 @@ package lease
 
 import "time"
 
-// Jitter exposes jitter to the external tests.
-func Jitter(d time.Duration) time.Duration { return jitter(d) }
-
 // WatchPeriod exposes watchPeriod to the external tests.
 const WatchPeriod = watchPeriod
 

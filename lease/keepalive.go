@@ -2,10 +2,10 @@ package lease
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/go-kit/log/level"
+	"github.com/picketlock/picket/internal/jitter"
 )
 
 // KeepAliveDivisor: KeepAlive renews a lease about every TTL/KeepAliveDivisor.
@@ -45,7 +45,7 @@ func (l *Lease) keepAliveLoop(done chan<- struct{}) {
 		var wait time.Duration
 		if retry == nil {
 			period := ttl / KeepAliveDivisor
-			wait = renewed + period - rand.N(period/10+1) - l.clock.Now()
+			wait = renewed + jitter.Between(period-period/10, period) - l.clock.Now()
 		} else {
 			wait = min(retry.next(), deadline-l.clock.Now())
 		}

@@ -254,20 +254,3 @@ func TestMargin(t *testing.T) {
 		})
 	}
 }
-
-func TestJitter(t *testing.T) {
-	for _, d := range []time.Duration{0, 1, 2, 3, time.Millisecond, time.Second} {
-		for range 1000 {
-			if j := lease.Jitter(d); j < d/2 || j > d {
-				t.Fatalf("Jitter(%v) = %v, want in [%v, %v]", d, j, d/2, d)
-			}
-		}
-	}
-	seen := map[time.Duration]bool{}
-	for range 100 {
-		seen[lease.Jitter(time.Second)] = true
-	}
-	if len(seen) < 50 {
-		t.Errorf("Jitter(1s) gave only %d distinct values in 100 draws", len(seen))
-	}
-}

@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/picketlock/picket/internal/jitter"
 )
 
 // Beginner starts transactions: *sql.DB and *sql.Conn have it.
@@ -85,7 +86,7 @@ func transactOnce(ctx context.Context, db Beginner, opts *sql.TxOptions, fn func
 // per attempt, at most 64 ms, so that transactions that collided spread out.
 func pause(ctx context.Context, attempt int) error {
 	limit := time.Millisecond << min(attempt-1, 6)
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit))) + limit/4)
+	t := time.NewTimer(jitter.Between(limit/4, limit+limit/4))
 	defer t.Stop()
 	select {
 	case <-t.C:

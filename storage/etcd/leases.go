@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/picketlock/picket/internal/jitter"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
@@ -118,7 +118,7 @@ func (s *Store) tryAcquire(ctx context.Context, req lease.AcquireRequest, q *pla
 			// Calls of the same holder keep changing the key: step
 			// aside a random moment, longer each time.
 			select {
-			case <-time.After(rand.N(time.Duration(i) * time.Millisecond)):
+			case <-time.After(jitter.Between(0, time.Duration(i)*time.Millisecond)):
 			case <-ctx.Done():
 				return lease.Grant{}, nil, fmt.Errorf("etcd: acquire %q: %w", req.Name, context.Cause(ctx))
 			}

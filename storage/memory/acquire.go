@@ -3,9 +3,9 @@ package memory
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/picketlock/picket/internal/jitter"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
@@ -52,7 +52,7 @@ func (s *Store) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.Gr
 			return g, err
 		}
 		left := time.Until(until)
-		if err := s.sleep(ctx, req.Name, w, min(jitter(delay), max(left, 0))); err != nil {
+		if err := s.sleep(ctx, req.Name, w, min(jitter.Between(delay/2, delay), max(left, 0))); err != nil {
 			return lease.Grant{}, fmt.Errorf("memory: acquire %q: %w", req.Name, err)
 		}
 		delay = min(2*delay, maxPoll)
@@ -102,9 +102,4 @@ func (s *Store) tryAcquire(req lease.AcquireRequest, wait bool) (lease.Grant, *w
 	delete(s.ended, req.Name)
 	s.changed(req.Name)
 	return s.grant(req.Name, e, now), nil, nil
-}
-
-// jitter returns a duration between d/2 and d.
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d/2+1)
 }

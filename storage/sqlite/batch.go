@@ -20,8 +20,10 @@ type batch struct {
 	now     time.Duration
 	wall    time.Time
 	counter token.Token
-	q       batchQuota // quota.go
-	waiting bool       // the waiters table had a row when the batch began (queued)
+	first   token.Token // the counter as the batch read it
+	q       batchQuota  // quota.go
+	waiting bool        // the waiters table had a row when the batch began (queued)
+	watched bool        // some name of the file is watched: ends are recorded (ended.go)
 
 	// The waiters queue (queue.go): the acquires a hand-over in this
 	// batch answered in this process, their results, the rows this batch
@@ -41,88 +43,6 @@ type batch struct {
 	recorded int     // how many were written
 }
 
-// execBatch runs ops in one immediate transaction and commits it. An op's
-// own failure (held, lost, stale) is its result; an SQL error fails the
-// whole batch, which is rolled back.
-//
-// A release whose name has waiters hands it over to the oldest acquire
-// waiting for it in any process (the waiters table, queue.go), in the same
-// transaction; one waiting in this process is answered directly: those ops
-// are appended to *handed, even when the batch then fails, and their
-// results come back in handedRes.
-func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
-	ctx := context.Background()
-	w := s.w
-	light := lightBatch(ops)
-	if light { // queue.go
-		if err := s.setSync(ctx, "NORMAL"); err != nil {
-			return nil, nil, err
-		}
-		defer func() {
-			if e := s.setSync(ctx, "FULL"); e != nil && err == nil {
-				err = e
-			}
-		}()
-	}
-	if _, err := w.begin.ExecContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			s.rollback()
-		}
-	}()
-	b := batch{s: s, ctx: ctx, handed: handed}
-	epoch, err := b.start()
-	if err != nil {
-		return nil, nil, err
-	}
-	start := b.counter
-	if err := b.forget(); err != nil {
-		return nil, nil, err
-	}
-	results = make([]result, len(ops))
-	for i, o := range ops {
-		if results[i], err = b.apply(o); err != nil {
-			return nil, nil, err
-		}
-		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) {
-			// The call is answered by this try: one call, one effect.
-			o.parked.state.CompareAndSwap(opPending, opAbandoned)
-		}
-	}
-	if b.counter != start {
-		if _, err := w.setCounter.ExecContext(ctx, int64(b.counter)); err != nil {
-			return nil, nil, fmt.Errorf("write token counter: %w", err)
-		}
-	}
-	b.durable = b.durable || b.counter != start
-	if err := b.writeHistory(); err != nil { // history.go
-		return nil, nil, err
-	}
-	w.hook("before-commit")
-	if _, err := w.commit.ExecContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errCommit, err)
-	}
-	if light && b.durable {
-		if err := s.syncLight(); err != nil {
-			// Committed, perhaps not durable: the outcome is in doubt, the
-			// batch must not run again, and the store fails closed, as
-			// after any failed sync.
-			return nil, nil, fmt.Errorf("%w: %v", errCommit, s.fail(err))
-		}
-	}
-	w.hook("after-commit")
-	if *s.epoch.Load() != epoch {
-		s.epoch.Store(&epoch)
-	}
-	s.kvCommitted(&b.q)
-	s.queueCommitted(&b)
-	s.historyCommitted(&b)
-	s.watchCommitted(ops) // watch.go
-	return results, b.handedRes, nil
-}
-
 // start reads the batch's head in one statement, right after BEGIN: the
 // token counter, whether anyone waits in the file, and whether the file's
 // clock epoch is the clock's. The epoch is compared at every batch, in this
@@ -134,8 +54,8 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 func (b *batch) start() (string, error) {
 	s := b.s
 	epoch := s.clock.Epoch()
-	var c, same, waiting int64
-	if err := s.w.head.QueryRowContext(b.ctx, epoch).Scan(&c, &same, &waiting); err != nil {
+	var c, same, waiting, watched int64
+	if err := s.w.head.QueryRowContext(b.ctx, epoch).Scan(&c, &same, &waiting, &watched); err != nil {
 		return "", fmt.Errorf("read token counter and epoch: %w", err)
 	}
 	if same == 0 {
@@ -146,7 +66,7 @@ func (b *batch) start() (string, error) {
 	}
 	b.now, b.wall = s.clock.Now(), s.clock.Wall()
 	b.counter = token.Token(c)
-	b.waiting = waiting != 0
+	b.waiting, b.watched = waiting != 0, watched != 0
 	return epoch, nil
 }
 
@@ -187,6 +107,8 @@ func (b *batch) apply(o *op) (result, error) {
 		return b.revoke(o)
 	case opPrune:
 		return b.prune(o)
+	case opMark:
+		return b.mark(o) // ended.go
 	case opSync:
 		return result{}, nil
 	}
@@ -273,8 +195,7 @@ func (b *batch) acquire(o *op) (result, error) {
 	}
 	b.counter++
 	r = row{holder: o.holder, owner: o.owner, token: b.counter, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
-	if _, err := b.s.w.grant.ExecContext(b.ctx, o.name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
+	if _, err := b.writeLease(b.s.w.grant, o.name, r); err != nil {
 		return result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
 	}
 	if err := b.record(lease.EventGrant, o.name, r.token, r.owner, "", "", time.Time{}); err != nil {
@@ -294,13 +215,13 @@ func (b *batch) grantFree(o *op) (bool, result, error) {
 		return false, result{}, nil
 	}
 	r := row{holder: o.holder, owner: o.owner, token: b.counter + 1, ttl: o.ttl, expires: b.now + o.ttl, lockDelay: o.lockDelay}
-	args := []any{o.name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()}
-	st := b.s.w.grantFree
+	var res sql.Result
+	var err error
 	if b.queued() {
-		st, args = b.s.w.grantFreeUnqueued, append(args, o.name)
+		res, err = b.writeLease(b.s.w.grantFreeUnqueued, o.name, r, o.name)
+	} else {
+		res, err = b.writeLease(b.s.w.grantFree, o.name, r)
 	}
-	res, err := st.ExecContext(b.ctx, args...)
 	if err != nil {
 		return false, result{}, fmt.Errorf("grant lease %q: %w", o.name, err)
 	}
@@ -313,6 +234,16 @@ func (b *batch) grantFree(o *op) (bool, result, error) {
 	}
 	b.counter = r.token
 	return true, result{grant: b.grant(o.name, r)}, nil
+}
+
+// writeLease runs st, one of the statements that write a new grant's row
+// (grant, grantFree, grantFreeUnqueued: stmts.go), with the columns of the
+// lease r on name granted now, then extra (grantFreeUnqueued's name
+// again): the one place a grant's row is written.
+func (b *batch) writeLease(st *sql.Stmt, name string, r row, extra ...any) (sql.Result, error) {
+	args := append(make([]any, 0, 9), name, r.holder, r.owner, int64(r.token),
+		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds())
+	return st.ExecContext(b.ctx, append(args, extra...)...)
 }
 
 // holds returns the row of the live lease on o.name held by o.holder with
@@ -360,6 +291,9 @@ func (b *batch) release(o *op) (result, error) {
 	if n != 1 {
 		lost, err := b.lost("release", o) // revoke.go
 		return result{err: lost}, err
+	}
+	if err := b.ended(o.name, o.tok, endedReleased); err != nil { // ended.go
+		return result{}, err
 	}
 	// The event has no owner: reading it would cost the release a
 	// RETURNING; History fills it in from the grant's event (history.go).

@@ -24,9 +24,12 @@ import (
 // of the event recorded before it.
 //
 // Retention (WithHistory): at most maxEvents, none older than maxAge. The
-// writer queues a prune (opPrune, a batch of its own, nobody waiting on
-// it) once pruneEvery events were written since the last, and Sweep's
-// last chunk prunes one chunk too; each prune deletes at most pruneChunk rows, oldest first,
+// writer queues a prune (opPrune, nobody waiting on it) once pruneEvery
+// events were written since the last — or, after a prune that found
+// nothing to delete, once the history could be full (at most
+// pruneQuietMax events later) or its oldest row comes of age, so that a
+// history with room costs the grant path no prune — and Sweep's last
+// chunk prunes one chunk too; each prune deletes at most pruneChunk rows, oldest first,
 // so that no transaction grows the -wal much. The newest event is never
 // pruned by age, so that seq keeps rising (it is the rowid).
 
@@ -42,14 +45,32 @@ func WithHistory(maxEvents int, maxAge time.Duration) Option {
 const (
 	pruneEvery = 1024 // events written between two prunes the writer queues
 	pruneChunk = 4096 // the most rows one prune deletes
+	// pruneQuietMax bounds the events a process writes without queueing a
+	// prune while the history has room: other processes on the file fill
+	// the room too, and each counts only its own events.
+	pruneQuietMax = 16 * pruneEvery
 )
 
 // historyState is the store's retention and the writer goroutine's count
-// of events since the last prune.
+// of events since the last prune. A prune that found nothing to delete
+// says how long the next one would find nothing too (quiet, quietUntil),
+// so that a history with room costs the grant path no prune at all.
 type historyState struct {
 	max   int
 	age   time.Duration
-	added int // the writer goroutine's only
+	added int // the writer goroutine's only, as the two below
+
+	quiet      int   // events before a prune can delete any (0: pruneEvery)
+	quietUntil int64 // wall Unix ns when the oldest event kept comes of age (0: never, or not known)
+}
+
+// due reports whether the writer should queue a prune, added events after
+// the last one, at wall (Unix ns).
+func (h *historyState) due(wall int64) bool {
+	if h.added >= max(pruneEvery, h.quiet) {
+		return true
+	}
+	return h.quiet > 0 && h.quietUntil != 0 && wall >= h.quietUntil
 }
 
 // historyStmts are the writer's prepared statements of the history.
@@ -57,7 +78,8 @@ type historyStmts struct {
 	add, bounds, firstYoung, prune     *sql.Stmt
 	pruneRevoked, revoked, markRevoked *sql.Stmt
 
-	buf []byte // the writer's buffer for a row's events
+	buf    []byte  // the writer's buffer for a row's events
+	events []event // the writer's buffer for a batch's events (batch.events)
 }
 
 // rowEvents is the most events one history row holds, and rowBytes about
@@ -87,7 +109,8 @@ func (w *writer) prepareHistory(ctx context.Context) error {
 		// A row's seq follows the last row's events: two rowid lookups.
 		{&w.h.add, `INSERT INTO history (seq, at, n, events) VALUES (
 			coalesce((SELECT seq + n FROM history WHERE seq = (SELECT max(seq) FROM history)), 1), ?, ?, ?)`},
-		{&w.h.bounds, `SELECT (SELECT min(seq) FROM history), (SELECT seq + n - 1 FROM history WHERE seq = (SELECT max(seq) FROM history))`},
+		{&w.h.bounds, `SELECT (SELECT min(seq) FROM history), (SELECT seq + n - 1 FROM history WHERE seq = (SELECT max(seq) FROM history)),
+			(SELECT at FROM history WHERE seq = (SELECT min(seq) FROM history))`},
 		{&w.h.firstYoung, `SELECT seq FROM history WHERE at >= ? ORDER BY seq LIMIT 1`},
 		{&w.h.prune, `DELETE FROM history WHERE seq BETWEEN ? AND ?`},
 		{&w.h.pruneRevoked, `DELETE FROM revoked WHERE at < ?`},
@@ -123,6 +146,9 @@ func (b *batch) record(kind lease.EventKind, name string, tok token.Token, owner
 	}
 	if at.IsZero() {
 		at = b.wall
+	}
+	if b.events == nil { // the writer's buffer, given back by writeHistory
+		b.events = b.s.w.h.events[:0]
 	}
 	b.events = append(b.events, event{at.UnixNano(), kind, name, tok, owner, reason, by})
 	return nil
@@ -168,6 +194,8 @@ func (b *batch) writeHistory() error {
 	}
 	b.s.w.h.buf = buf
 	b.recorded += len(b.events)
+	clear(b.events) // no names or owners kept alive by the buffer
+	b.s.w.h.events = b.events[:0]
 	return nil
 }
 
@@ -183,14 +211,25 @@ func (s *Store) historyCommitted(b *batch) {
 		return
 	}
 	s.history.added += b.recorded
-	if s.history.added < pruneEvery {
+	if !s.history.due(b.wall.UnixNano()) {
 		return
 	}
-	s.history.added = 0
+	s.history.added, s.history.quiet = 0, 0
 	o := newOp(opPrune)
 	select {
 	case s.ops <- o:
 	default: // the queue is full: the next pruneEvery events queue one
+	}
+}
+
+// quietFor notes, after a prune that found nothing to delete, when the next
+// could: once the history (kept events now) is full, or its oldest row
+// (written at oldest, wall Unix ns) is older than the retention's age.
+func (h *historyState) quietFor(kept, oldest int64) {
+	h.quiet = int(min(max(int64(h.max)-kept, pruneEvery), pruneQuietMax))
+	h.quietUntil = 0
+	if h.age > 0 && kept > 0 {
+		h.quietUntil = oldest + int64(h.age)
 	}
 }
 
@@ -203,11 +242,12 @@ func (b *batch) prune(o *op) (result, error) {
 	if _, err := b.s.w.h.pruneRevoked.ExecContext(b.ctx, b.wall.Add(-lease.MaxTTL).UnixNano()); err != nil {
 		return result{}, fmt.Errorf("prune revocations: %w", err)
 	}
-	var lo, hi sql.NullInt64
-	if err := b.s.w.h.bounds.QueryRowContext(b.ctx).Scan(&lo, &hi); err != nil {
+	var lo, hi, oldest sql.NullInt64
+	if err := b.s.w.h.bounds.QueryRowContext(b.ctx).Scan(&lo, &hi, &oldest); err != nil {
 		return result{}, fmt.Errorf("prune history: %w", err)
 	}
 	if !hi.Valid {
+		b.s.history.quietFor(0, 0)
 		return result{}, nil
 	}
 	// Rows whose first event is at or below upto go (a row of up to
@@ -227,6 +267,9 @@ func (b *batch) prune(o *op) (result, error) {
 		}
 	}
 	if upto < lo.Int64 {
+		// Nothing to delete until the history is full or its oldest row
+		// comes of age.
+		b.s.history.quietFor(hi.Int64-lo.Int64+1, oldest.Int64)
 		return result{}, nil
 	}
 	end := min(upto, lo.Int64+pruneChunk-1)

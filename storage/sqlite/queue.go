@@ -216,8 +216,7 @@ func (b *batch) dropWaiter(seq int64) error {
 func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Duration) (row, error) {
 	b.counter++
 	r := row{holder: holder, owner: owner, token: b.counter, ttl: ttl, expires: b.now + life, lockDelay: lockDelay}
-	if _, err := b.s.w.grant.ExecContext(b.ctx, name, r.holder, r.owner, int64(r.token),
-		r.ttl.Milliseconds(), int64(b.now), int64(r.expires), r.lockDelay.Milliseconds()); err != nil {
+	if _, err := b.writeLease(b.s.w.grant, name, r); err != nil {
 		return row{}, fmt.Errorf("hand %q over: %w", name, err)
 	}
 	if err := b.record(lease.EventGrant, name, r.token, owner, "handed over", "", time.Time{}); err != nil { // history.go
@@ -320,6 +319,9 @@ func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 	}
 	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", name, tok); err != nil {
 		return false, fmt.Errorf("take back the lapsed grant of %q: %w", name, err)
+	}
+	if err := b.ended(name, token.Token(tok), int64(b.now)); err != nil { // ended.go: expired, unclaimed
+		return false, err
 	}
 	b.durable = true
 	return true, b.dropWaiter(seq)

@@ -53,6 +53,9 @@ func (b *batch) revoke(o *op) (result, error) {
 	if _, err := b.s.w.conn.ExecContext(b.ctx, "DELETE FROM leases WHERE name = ? AND token = ?", o.name, int64(r.token)); err != nil {
 		return result{}, fmt.Errorf("revoke %q: %w", o.name, err)
 	}
+	if err := b.ended(o.name, r.token, int64(r.expires)); err != nil { // ended.go
+		return result{}, err
+	}
 	rv := o.revoke
 	if _, err := b.s.w.h.markRevoked.ExecContext(b.ctx, o.name, int64(r.token), rv.Reason, rv.By, b.wall.UnixNano()); err != nil {
 		return result{}, fmt.Errorf("revoke %q: %w", o.name, err)

@@ -38,7 +38,7 @@ type writer struct {
 	testHook atomic.Pointer[func(point string)]
 
 	begin, commit, rollback *sql.Stmt
-	head                    *sql.Stmt // epoch → counter, whether the file's epoch is it, whether a waiters row exists
+	head                    *sql.Stmt // epoch → counter, whether the file's epoch is it, whether a waiters row exists, whether a name is watched
 	setCounter              *sql.Stmt
 	lease                   *sql.Stmt    // name → holder, owner, token, ttl_ms, expires_at, lock_delay_ms
 	grant                   *sql.Stmt    // upsert a new grant
@@ -50,6 +50,7 @@ type writer struct {
 	sweep                   *sql.Stmt    // delete the next expired rows after a name, at most a chunk (sweep.go)
 	put                     *sql.Stmt    // upsert a fenced value unless its token is lower
 	kvToken                 *sql.Stmt    // key → highest token
+	ended, markWatched      *sql.Stmt    // a watched name's last ended token; a name marked watched (ended.go)
 	h                       historyStmts // history.go
 
 	// The waiters queue (queue.go).
@@ -68,8 +69,9 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.rollback, "ROLLBACK"},
 		// The batch's head: the counter, and the file's epoch compared
 		// with the clock's in SQL (no string comes back), and whether
-		// anyone waits in the file at all.
-		{&w.head, `SELECT c.value, m.value = ?, EXISTS (SELECT 1 FROM waiters)
+		// anyone waits in the file at all, and whether any name is
+		// watched (ended.go).
+		{&w.head, `SELECT c.value, m.value = ?, EXISTS (SELECT 1 FROM waiters), EXISTS (SELECT 1 FROM ended)
 			FROM counter c, meta m WHERE c.id = 1 AND m.key = 'epoch'`},
 		{&w.setCounter, "UPDATE counter SET value = ? WHERE id = 1"},
 		{&w.lease, "SELECT holder, owner, token, ttl_ms, expires_at, lock_delay_ms FROM leases WHERE name = ?"},
@@ -96,6 +98,8 @@ func (w *writer) prepare(ctx context.Context) error {
 			ON CONFLICT (key) DO UPDATE SET value = ?2, token = ?3, updated_at = ?4
 			WHERE ?3 >= kv.token`},
 		{&w.kvToken, "SELECT token FROM kv WHERE key = ?"},
+		{&w.ended, "UPDATE ended SET token = ?, expires_at = ? WHERE name = ?"},
+		{&w.markWatched, "INSERT INTO ended (name, token, expires_at) VALUES (?, 0, 0) ON CONFLICT (name) DO NOTHING"},
 		{&w.waitersOf, `SELECT seq, holder, owner, ttl_ms, lock_delay_ms, process
 			FROM waiters WHERE name = ? AND token = 0 ORDER BY seq LIMIT ?`},
 		{&w.waiterRow, "SELECT token, lease_expires FROM waiters WHERE seq = ?"},
@@ -126,7 +130,7 @@ const upsertLease = `holder = excluded.holder, owner = excluded.owner, token = e
 func (w *writer) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.head, w.setCounter,
-		w.lease, w.grant, w.grantFree, w.grantFreeUnqueued, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken,
+		w.lease, w.grant, w.grantFree, w.grantFreeUnqueued, w.extend, w.extendDelay, w.dropHeld, w.sweep, w.put, w.kvToken, w.ended, w.markWatched,
 		w.waitersOf, w.waiterRow, w.enqueue, w.dropWaiter, w.markWaiter, w.lapsed} {
 		if st != nil {
 			errs = append(errs, st.Close())

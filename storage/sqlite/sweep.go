@@ -85,6 +85,9 @@ func (b *batch) sweep(o *op) (result, error) {
 		if err := b.recordExpiry(e.name, e.r, ""); err != nil { // history.go
 			return result{}, err
 		}
+		if err := b.ended(e.name, e.r.token, int64(e.r.expires)); err != nil { // ended.go
+			return result{}, err
+		}
 	}
 	if res.n == sweepChunk {
 		res.next = last

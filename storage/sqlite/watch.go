@@ -18,8 +18,8 @@ import (
 //
 // The state of a name is read from the leases row (held while its deadline
 // is ahead on the store's clock) and, once the row is gone, from the ended
-// table (schema 6), which a trigger fills on every deletion of a lease row:
-// a free name keeps the token that last ended on it. Rev is the lease's
+// table (ended.go): a free name keeps the token that last ended on it since
+// the name was first watched (its mark). Rev is the lease's
 // deadline on the store's clock. A free state's Reason is "revoked" when
 // the revoked table names the lease that ended (revoke.go), else "released"
 // when its lease was gone before its deadline (the read sees the deadline still
@@ -143,7 +143,12 @@ func (s *Store) Watch(ctx context.Context, name string, after lease.State) (leas
 
 // readState reads the state of name, with the lease's deadline and the
 // clock reading it was judged at.
+//
+// The first read of a name that nobody has watched marks it (ended.go) and
+// reads again: from the mark on, every lease that ends on it leaves its
+// token in the ended table.
 func (s *Store) readState(ctx context.Context, name string) (lease.State, time.Duration, time.Duration, error) {
+	marked := false
 	for try := 0; ; try++ {
 		now, wall, err := s.readClock(ctx)
 		if err != nil {
@@ -167,6 +172,13 @@ func (s *Store) readState(ctx context.Context, name string) (lease.State, time.D
 			}
 			continue
 		}
+		if !endTok.Valid && !marked { // not marked yet (ended.go)
+			if err := s.markWatched(ctx, name); err != nil {
+				return lease.State{}, 0, 0, err
+			}
+			marked = true
+			continue
+		}
 		st := lease.State{Info: lease.Info{Name: name}}
 		switch {
 		case owner.Valid && time.Duration(exp.Int64) > now:
@@ -178,7 +190,7 @@ func (s *Store) readState(ctx context.Context, name string) (lease.State, time.D
 			return st, deadline, now, nil
 		case owner.Valid: // expired, perhaps in its lock-delay
 			st.Token, st.Reason = token.Token(tok.Int64), lease.ReasonExpired
-		case endTok.Valid:
+		case endTok.Int64 != 0: // 0: marked, no lease ended since
 			st.Token, st.Reason = token.Token(endTok.Int64), lease.ReasonExpired
 			switch {
 			case revTok.Valid: // the lease that ended was revoked (revoke.go)

@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/picketlock/picket/internal/jitter"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
@@ -29,6 +29,7 @@ const (
 	opLapse  // a look at a name granted to another process's waiter, once the grant may have lapsed
 	opRevoke // an operator's revoke (revoke.go)
 	opPrune  // the history past its retention (history.go)
+	opMark   // a name marked watched (ended.go)
 )
 
 // The states of an op: a caller whose context ends while its op is pending
@@ -335,7 +336,7 @@ func (s *Store) retryBusy(ctx context.Context, fn func() error) error {
 		if err == nil || !isBusy(err) || time.Since(start) >= s.busy {
 			return err
 		}
-		d := sleep/2 + rand.N(sleep)
+		d := jitter.Between(sleep/2, sleep+sleep/2)
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():

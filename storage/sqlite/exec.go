@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/picketlock/picket/lease"
+)
+
+// execBatch runs ops in one immediate transaction and commits it. An op's
+// own failure (held, lost, stale) is its result; an SQL error fails the
+// whole batch, which is rolled back.
+//
+// A release whose name has waiters hands it over to the oldest acquire
+// waiting for it in any process (the waiters table, queue.go), in the same
+// transaction; one waiting in this process is answered directly: those ops
+// are appended to *handed, even when the batch then fails, and their
+// results come back in handedRes.
+//
+// The batch's jobs, in order: its sync mode (a light batch's, queue.go),
+// BEGIN and the batch's head (open), the ops (applyAll), what it writes
+// once before COMMIT and COMMIT itself (finish), and, once committed, the
+// news for the rest of the Store (committed).
+func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
+	ctx := context.Background()
+	light := lightBatch(ops) // queue.go
+	if light {
+		if err := s.setSync(ctx, "NORMAL"); err != nil {
+			return nil, nil, err
+		}
+		defer func() {
+			if e := s.setSync(ctx, "FULL"); e != nil && err == nil {
+				err = e
+			}
+		}()
+	}
+	if _, err := s.w.begin.ExecContext(ctx); err != nil {
+		return nil, nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.rollback()
+		}
+	}()
+	b := batch{s: s, ctx: ctx, handed: handed}
+	epoch, err := b.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	if results, err = b.applyAll(ops); err != nil {
+		return nil, nil, err
+	}
+	if err := b.finish(light); err != nil {
+		return nil, nil, err
+	}
+	s.committed(&b, ops, epoch)
+	return results, b.handedRes, nil
+}
+
+// open reads the batch's head (start) and drops the waiters rows of calls
+// this process forgot (queue.go), right after BEGIN. It returns the epoch
+// the batch runs in.
+func (b *batch) open() (string, error) {
+	epoch, err := b.start()
+	if err != nil {
+		return "", err
+	}
+	b.first = b.counter
+	return epoch, b.forget()
+}
+
+// applyAll applies each op in turn; an SQL error ends the batch.
+func (b *batch) applyAll(ops []*op) ([]result, error) {
+	results := make([]result, len(ops))
+	for i, o := range ops {
+		var err error
+		if results[i], err = b.apply(o); err != nil {
+			return nil, err
+		}
+		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) {
+			// The call is answered by this try: one call, one effect.
+			o.parked.state.CompareAndSwap(opPending, opAbandoned)
+		}
+	}
+	return results, nil
+}
+
+// finish writes what the batch writes once (the token counter, if it
+// moved, and the history's events: part of the transaction, so an event is
+// committed exactly when its change is) and commits; a light batch that
+// changed what must survive a power loss then syncs the -wal.
+func (b *batch) finish(light bool) error {
+	w := b.s.w
+	if b.counter != b.first {
+		if _, err := w.setCounter.ExecContext(b.ctx, int64(b.counter)); err != nil {
+			return fmt.Errorf("write token counter: %w", err)
+		}
+	}
+	b.durable = b.durable || b.counter != b.first
+	if err := b.writeHistory(); err != nil { // history.go
+		return err
+	}
+	w.hook("before-commit")
+	if _, err := w.commit.ExecContext(b.ctx); err != nil {
+		return fmt.Errorf("%w: %w", errCommit, err)
+	}
+	if light && b.durable {
+		if err := b.s.syncLight(); err != nil {
+			// Committed, perhaps not durable: the outcome is in doubt, the
+			// batch must not run again, and the store fails closed, as
+			// after any failed sync.
+			return fmt.Errorf("%w: %v", errCommit, b.s.fail(err))
+		}
+	}
+	w.hook("after-commit")
+	return nil
+}
+
+// committed tells the rest of the Store what a committed batch did: the
+// file's epoch, the quota counts (quota.go), the waiters it queued and
+// answered (queue.go), the history's prune (history.go) and the watches
+// (watch.go).
+func (s *Store) committed(b *batch, ops []*op, epoch string) {
+	if *s.epoch.Load() != epoch {
+		s.epoch.Store(&epoch)
+	}
+	s.kvCommitted(&b.q)
+	s.queueCommitted(b)
+	s.historyCommitted(b)
+	s.watchCommitted(ops)
+}
