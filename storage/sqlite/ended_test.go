@@ -40,7 +40,7 @@ func TestEndedOnlyWhenWatched(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "picket.db")
 	s := mustOpenPath(t, path)
 	g := mustAcquireName(t, s, "quiet", "holder-a")
-	if err := s.Release(t.Context(), g.Name, g.Holder, g.Token); err != nil {
+	if err := s.Release(t.Context(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	if got := endedRows(t, path); len(got) != 0 {
@@ -52,7 +52,7 @@ func TestEndedOnlyWhenWatched(t *testing.T) {
 	var last lease.Grant
 	for _, name := range []string{"quiet", "watched"} {
 		last = mustAcquireName(t, other, name, "holder-b")
-		if err := other.Release(t.Context(), last.Name, last.Holder, last.Token); err != nil {
+		if err := other.Release(t.Context(), lease.ReleaseRequest{Name: last.Name, Holder: last.Holder, Token: last.Token}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestEndedKeptFromSchema6(t *testing.T) {
 		t.Fatalf("trigger leases_ended: %d, %v; want gone", triggers, err)
 	}
 	g := mustAcquireName(t, s, "old", "holder-a")
-	if err := s.Release(t.Context(), g.Name, g.Holder, g.Token); err != nil {
+	if err := s.Release(t.Context(), lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}); err != nil {
 		t.Fatal(err)
 	}
 	if s1 := watchOnce(t, s, "old", s0); s1.Held || s1.Token != g.Token || s1.Reason != lease.ReasonReleased {

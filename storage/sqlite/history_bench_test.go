@@ -37,7 +37,7 @@ func BenchmarkHistoryCycles(b *testing.B) {
 							b.Error(err)
 							return
 						}
-						if err := s.Release(ctx, name, holder, g.Token); err != nil {
+						if err := s.Release(ctx, lease.ReleaseRequest{Name: name, Holder: holder, Token: g.Token}); err != nil {
 							b.Error(err)
 							return
 						}

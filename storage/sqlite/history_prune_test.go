@@ -14,7 +14,7 @@ func cycles(t *testing.T, s *sqlite.Store, name string, n int) {
 	t.Helper()
 	for i := range n {
 		g := acquire(t, s, name, "h", time.Minute)
-		if err := s.Release(t.Context(), name, "h", g.Token); err != nil {
+		if err := s.Release(t.Context(), lease.ReleaseRequest{Name: name, Holder: "h", Token: g.Token}); err != nil {
 			t.Fatal(i, err)
 		}
 	}
