@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/sqlitetest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
 	"github.com/picketlock/picket/storage/sqlite"
@@ -293,25 +293,11 @@ func loseAnswer(t *testing.T) (lease.Store, func(write func(ctx context.Context)
 	st := mustOpenStore(t, nil)
 	e := serve(t, nil, st, httpapi.WithKV(st))
 	return e.client(t), func(write func(ctx context.Context) error) error {
-		db, err := sql.Open("sqlite", "file:"+st.Path()+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		conn, err := db.Conn(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
+		unlock := sqlitetest.HoldWriteLock(t, st.Path())
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-		err = write(ctx)
+		err := write(ctx)
 		cancel()
-		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-			t.Fatal(err)
-		}
+		unlock()
 		return err
 	}
 }

@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/picketlock/picket/httpapi"
+	"github.com/picketlock/picket/internal/sqlitetest"
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/storage/sqlite"
 )
@@ -219,27 +219,13 @@ func httpDropped(t *testing.T) unknownEnv {
 // batch commits.
 func lockedRenew(path string) func(t *testing.T, renew func(context.Context) error) error {
 	return func(t *testing.T, renew func(context.Context) error) error {
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		conn, err := db.Conn(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
+		unlock := sqlitetest.HoldWriteLock(t, path)
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(t.Context(), unknownHold/2)
-		err = renew(ctx)
+		err := renew(ctx)
 		cancel()
 		time.Sleep(time.Until(sent.Add(unknownHold)))
-		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-			t.Fatal(err)
-		}
+		unlock()
 		return err
 	}
 }

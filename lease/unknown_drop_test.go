@@ -2,11 +2,11 @@ package lease_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/sqlitetest"
 	"github.com/picketlock/picket/lease"
 )
 
@@ -72,31 +72,17 @@ func TestUnknownAcquireDropped(t *testing.T) {
 // let go as soon as that context ends, while call may still be at work.
 func lockedUntilDone(t *testing.T, path string, call func(ctx context.Context) error) error {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := sqlitetest.HoldWriteLock(t, path)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	unlocked := make(chan error, 1)
+	unlocked := make(chan struct{})
 	go func() {
+		defer close(unlocked)
 		<-ctx.Done()
-		_, err := conn.ExecContext(context.Background(), "ROLLBACK")
-		unlocked <- err
+		unlock()
 	}()
-	err = call(ctx)
-	if uerr := <-unlocked; uerr != nil {
-		t.Fatal(uerr)
-	}
+	err := call(ctx)
+	<-unlocked
 	return err
 }
 

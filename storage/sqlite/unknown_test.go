@@ -2,11 +2,11 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/picketlock/picket/internal/sqlitetest"
 	"github.com/picketlock/picket/lease"
 )
 
@@ -27,24 +27,10 @@ func loseAnswer(t *testing.T) (lease.Store, func(write func(ctx context.Context)
 // while another connection holds the write lock of the file at path.
 func withWriteLock(t *testing.T, path string, write func(ctx context.Context) error) error {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := sqlitetest.HoldWriteLock(t, path)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	err = write(ctx)
+	err := write(ctx)
 	cancel()
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	unlock()
 	return err
 }
