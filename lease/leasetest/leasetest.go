@@ -106,6 +106,7 @@ func (s suite) tests() []namedTest {
 		{"Manager", s.testManager},
 		{"Revoke", s.testRevoke},
 		{"RevokeWakesWaiter", s.testRevokeWakesWaiter},
+		{"RevokedHolderFenced", s.testRevokedHolderFenced},
 		{"RevokeEndsHandle", s.testRevokeEndsHandle},
 		{"History", s.testHistory},
 		{"UnknownOutcome", s.testUnknownOutcome},

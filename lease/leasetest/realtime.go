@@ -54,6 +54,7 @@ func (s suite) realTimeTests() []namedTest {
 		{"Manager", s.testManager},
 		{"Revoke", s.testRevoke},
 		{"RevokeWakesWaiter", s.testRevokeWakesWaiter},
+		{"RevokedHolderFenced", s.testRevokedHolderFenced},
 		{"RevokeEndsHandle", s.testRevokeEndsHandle},
 		{"History", s.testHistory},
 		{"UnknownOutcome", s.testUnknownOutcome},
