@@ -126,6 +126,61 @@ func TestDoRevoked(t *testing.T) {
 	wantFree(t, st, "do/revoke", "after Do")
 }
 
+// lateWatch is a SQLite store whose first Watch waits for open to close:
+// a revoke can then land between the grant and the watch's first read.
+type lateWatch struct {
+	*sqlite.Store
+	open chan struct{}
+}
+
+func (s *lateWatch) Watch(ctx context.Context, name string, since lease.State) (lease.State, error) {
+	select {
+	case <-s.open:
+	case <-ctx.Done():
+		return lease.State{}, ctx.Err()
+	}
+	return s.Store.Watch(ctx, name, since)
+}
+
+// TestDoRevokedBeforeWatch: a revoke that lands before the watch of fn's
+// term has read anything still ends fn with ErrRevoked and the revoke's
+// reason: the watch's first read shows the name free (not "revoked after my
+// token": it never saw the token), so the term asks the store why, and the
+// refused renewal carries the *RevokedError. On the code before it the term
+// ended with a bare ErrLost (seen as a flaky TestDoRevoked under -race in
+// CI) — caught.
+func TestDoRevokedBeforeWatch(t *testing.T) {
+	st := &lateWatch{Store: openDoStore(t), open: make(chan struct{})}
+	m := mustManager(t, st)
+	started := make(chan *lease.Lease, 1)
+	causes := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Do(t.Context(), "do/revoke-early", time.Minute, func(ctx context.Context, l *lease.Lease) error {
+			started <- l
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return errWork
+		})
+	}()
+	l := recv(t, started, "fn's start")
+	if _, err := st.Revoke(t.Context(), lease.RevokeRequest{Name: "do/revoke-early", Token: l.Token(), Reason: "early", By: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	close(st.open)
+	cause := recv(t, causes, "the end of fn's context after the revoke")
+	var re *lease.RevokedError
+	if !errors.As(cause, &re) || !errors.Is(cause, lease.ErrLost) {
+		t.Fatalf("fn's context ended with %v, want a *RevokedError (ErrLost and ErrRevoked)", cause)
+	}
+	if re.Reason != "early" || re.By != "operator" {
+		t.Errorf("the RevokedError = %+v, want the revoke's reason and author", re)
+	}
+	if err := recv(t, done, "Do's return"); !errors.Is(err, lease.ErrRevoked) || !errors.Is(err, errWork) {
+		t.Errorf("Do = %v, want ErrRevoked, then fn's error", err)
+	}
+}
+
 // TestDoLost: a lease whose local deadline passes while fn works (a pause,
 // played on a clock shared by the store and the handle) ends fn's context
 // with a cause matching ErrLost; Do returns ErrLost joined with fn's error,

@@ -114,6 +114,9 @@ func (t *Term) watch(w Watcher) {
 		}
 		b = newBackoff(10*time.Millisecond, time.Second)
 		if !s.Held || s.Token != l.Token() {
+			if !revokedIn(l, s) {
+				askWhy(l)
+			}
 			l.end(termOver(l, s))
 			return
 		}
@@ -121,12 +124,31 @@ func (t *Term) watch(w Watcher) {
 	}
 }
 
+// askWhy asks the store once why the term is over, when the state the watch
+// read does not say: a watch that first read the name after the lease had
+// ended (a revoke right after the grant, before the watch's first read)
+// sees only "free" or another holder. A renewal of the term's own token
+// cannot succeed once the store has let it go, and its refusal carries the
+// store's cause (a *RevokedError after a revoke), which then ends the
+// lease. An answer of any other kind changes nothing: the caller ends the
+// term with ErrLost.
+func askWhy(l *Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), time.Second)
+	defer cancel()
+	_ = l.Renew(ctx, 0) // its refusal ends the lease with the store's cause
+}
+
+// revokedIn reports whether s says the term's own token was revoked.
+func revokedIn(l *Lease, s State) bool {
+	return !s.Held && s.Token == l.Token() && s.Reason == ReasonRevoked
+}
+
 // termOver is the cause of a term that the store shows over in s: a
 // *RevokedError when s says the term's own token was revoked (the reason
 // and author come with the store's answer to the release), else ErrLost.
 func termOver(l *Lease, s State) error {
 	var lost error = ErrLost
-	if !s.Held && s.Token == l.Token() && s.Reason == ReasonRevoked {
+	if revokedIn(l, s) {
 		lost = &RevokedError{Name: l.Name(), Token: l.Token()}
 	}
 	return fmt.Errorf("%q: the store shows the term over: %v: %w", l.Name(), s, lost)
