@@ -88,6 +88,23 @@ func TestDoReleasesAfterFn(t *testing.T) {
 	wantFree(t, st, "do/cancel", "after Do")
 }
 
+// doUntilEnd runs m.Do on name (a minute's TTL) in a goroutine whose fn
+// sends its lease on started, waits for its context to end, sends the
+// context's cause on causes and returns errWork; Do's error comes on done.
+func doUntilEnd(t *testing.T, m *lease.Manager, name string) (started <-chan *lease.Lease, causes, done <-chan error) {
+	t.Helper()
+	s, c, d := make(chan *lease.Lease, 1), make(chan error, 1), make(chan error, 1)
+	go func() {
+		d <- m.Do(t.Context(), name, time.Minute, func(ctx context.Context, l *lease.Lease) error {
+			s <- l
+			<-ctx.Done()
+			c <- context.Cause(ctx)
+			return errWork
+		})
+	}()
+	return s, c, d
+}
+
 // TestDoRevoked: a lease revoked while fn works ends fn's context at once
 // (the store's watch, not the next renewal: a minute's TTL), with a cause
 // matching ErrLost and ErrRevoked; Do returns an error matching ErrLost and ErrRevoked,
@@ -97,17 +114,7 @@ func TestDoReleasesAfterFn(t *testing.T) {
 func TestDoRevoked(t *testing.T) {
 	st := openDoStore(t)
 	m := mustManager(t, st)
-	started := make(chan *lease.Lease, 1)
-	causes := make(chan error, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Do(t.Context(), "do/revoke", time.Minute, func(ctx context.Context, l *lease.Lease) error {
-			started <- l
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return errWork
-		})
-	}()
+	started, causes, done := doUntilEnd(t, m, "do/revoke")
 	l := recv(t, started, "fn's start")
 	if _, err := st.Revoke(t.Context(), lease.RevokeRequest{Name: "do/revoke", Token: l.Token(), Reason: "test", By: "operator"}); err != nil {
 		t.Fatal(err)
@@ -152,17 +159,7 @@ func (s *lateWatch) Watch(ctx context.Context, name string, since lease.State) (
 func TestDoRevokedBeforeWatch(t *testing.T) {
 	st := &lateWatch{Store: openDoStore(t), open: make(chan struct{})}
 	m := mustManager(t, st)
-	started := make(chan *lease.Lease, 1)
-	causes := make(chan error, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Do(t.Context(), "do/revoke-early", time.Minute, func(ctx context.Context, l *lease.Lease) error {
-			started <- l
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-			return errWork
-		})
-	}()
+	started, causes, done := doUntilEnd(t, m, "do/revoke-early")
 	l := recv(t, started, "fn's start")
 	if _, err := st.Revoke(t.Context(), lease.RevokeRequest{Name: "do/revoke-early", Token: l.Token(), Reason: "early", By: "operator"}); err != nil {
 		t.Fatal(err)
