@@ -20,17 +20,17 @@ const (
 	DefaultMaxOps   = 2_000_000       // operations started in one step
 )
 
-// DefaultClients is the sweep of client counts; QuickClients that of a
-// quick run.
-var (
-	DefaultClients = []int{1, 16, 64}
-	QuickClients   = []int{1, 16}
-)
+// DefaultClients returns the sweep of client counts; QuickClients that of
+// a quick run. Each call returns a new slice (a caller may change it).
+func DefaultClients() []int { return []int{1, 16, 64} }
+
+// QuickClients returns the client counts of a quick run (-quick).
+func QuickClients() []int { return []int{1, 16} }
 
 // Config says what Run measures. Run never writes to it.
 type Config struct {
 	Targets   []Target
-	Clients   []int         // default DefaultClients
+	Clients   []int         // default DefaultClients()
 	Workloads []string      // default bench.DefaultWorkloads()
 	Duration  time.Duration // each step, default DefaultDuration
 	MaxOps    int64         // each step, default DefaultMaxOps
@@ -69,7 +69,7 @@ func (r Result) Requests() int64 { return r.Grants + r.Cycles }
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	clients := cfg.Clients
 	if len(clients) == 0 {
-		clients = DefaultClients
+		clients = DefaultClients()
 	}
 	workloads := cfg.Workloads
 	if len(workloads) == 0 {

@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["c"] {
-			clients = peers.QuickClients
+			clients = peers.QuickClients()
 		}
 	}
 	workloads := strings.Split(*names, ",")
