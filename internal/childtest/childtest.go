@@ -122,7 +122,7 @@ func Command(t testing.TB, ctx context.Context, name string, o Options) *exec.Cm
 		cmd.Env = append(cmd.Env, Var+"="+name)
 	}
 	cmd.Dir = o.Dir
-	cmd.SysProcAttr = o.SysProcAttr
+	cmd.SysProcAttr = orphanGuard(o.SysProcAttr) // deathsig_linux.go
 	cmd.Stdin = o.Stdin
 	cmd.Stdout = o.Stdout
 	cmd.Stderr = o.Stderr
