@@ -114,7 +114,7 @@ func TestUnknownName(t *testing.T) {
 	cmd := childtest.Command(t, t.Context(), "no-such", childtest.Options{})
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "echo, tick") {
+	if err := cmd.Run(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "registered: echo, ") || !strings.Contains(stderr.String(), ", tick)") {
 		t.Fatalf("%v: exit %d, stderr %q; want 2 naming the registered functions", err, cmd.ProcessState.ExitCode(), stderr.String())
 	}
 }
