@@ -156,3 +156,134 @@ func TestHandOverWaitRunsOut(t *testing.T) {
 		t.Errorf("Get after a release nobody waited for: %v, want ErrNotFound", err)
 	}
 }
+
+// TestClaimAnswersOwnGrant: a grant to another process's waiter is claimed
+// with that grant's own terms, even when the holder, shared by another call,
+// extended the lease with its own TTL between the hand-over and the claim.
+// The claim used to answer the lease row as it then was: the waiter, asking
+// for a minute, was told the other call's 500 ms, an answer no single call
+// produced (TestLinearizableSQLite's "two stores on one file" caught it once
+// in about 30 runs). Here the release that hands over and the other call's
+// Acquire share one batch of store A, before store B's waiter can claim.
+func TestClaimAnswersOwnGrant(t *testing.T) {
+	ctx := ctxT(t)
+	a := mustOpen(t)
+	b := mustOpenPath(t, a.Path())
+	x := acquire(t, a, "hot", "x", time.Minute)
+	waiter := make(chan waitResult, 1)
+	go func() {
+		g, err := b.Acquire(ctx, lease.AcquireRequest{Name: "hot", Holder: "shared", Owner: "o", TTL: time.Minute, Wait: time.Minute})
+		waiter <- waitResult{"shared", g, err}
+	}()
+	waitInLine(t, b, "hot", 1)
+
+	// Hold A's writer after its next commit, so that the release and the
+	// other call queue up and go into the writer's following batch together.
+	held, hold := make(chan struct{}), make(chan struct{})
+	armed := true
+	sqlite.SetStoreHook(a, func(point string) {
+		if point == "after-commit" && armed {
+			armed = false
+			close(held)
+			<-hold
+		}
+	})
+	other := make(chan waitResult, 1)
+	go func() {
+		g, err := a.Acquire(ctx, lease.AcquireRequest{Name: "other", Holder: "y", TTL: time.Minute})
+		other <- waitResult{"y", g, err}
+	}()
+	<-held
+	released := make(chan error, 1)
+	go func() { released <- a.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "x", Token: x.Token}) }()
+	waitQueued(t, a, 1)
+	again := make(chan waitResult, 1)
+	go func() {
+		g, err := a.Acquire(ctx, lease.AcquireRequest{Name: "hot", Holder: "shared", Owner: "o", TTL: 500 * time.Millisecond})
+		again <- waitResult{"shared", g, err}
+	}()
+	waitQueued(t, a, 2)
+	close(hold)
+	o := receive(t, other)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	want := o.grant.Token + 1 // the hand-over's
+	r := receive(t, again)
+	if r.err != nil || r.grant.Token != want || r.grant.TTL != 500*time.Millisecond {
+		t.Fatalf("the shared holder's second Acquire: %+v, %v; want token %d (the hand-over's grant, extended) with a TTL of 500ms",
+			r.grant, r.err, want)
+	}
+	w := receive(t, waiter)
+	if w.err != nil {
+		t.Fatalf("the waiter: %v", w.err)
+	}
+	if w.grant.Token != want || w.grant.TTL != time.Minute || time.Until(w.grant.Expires) < 30*time.Second {
+		t.Errorf("the waiter was answered token %d, TTL %v, expiring in %v; want its own grant: token %d for a minute",
+			w.grant.Token, w.grant.TTL, time.Until(w.grant.Expires).Round(time.Millisecond), want)
+	}
+}
+
+// TestCancelledWaiterLeavesNoRow: a waiting Acquire whose context ends
+// while the batch of its first try is being answered (the try committed,
+// queueing the call's row, and the Store took the row in) answers an
+// unknown outcome and leaves no row in the file: once the Store has run
+// another batch, a release in another process does not hand the name to
+// the call that stopped waiting. The call used to lose track of its row
+// (settle forgot it from the hub before the row was looked up), which
+// stayed until the process closed the file: TestLinearizableSQLite's "two
+// stores on one file" caught a grant, after the test had settled every
+// call, to an Acquire cancelled a phase before.
+func TestCancelledWaiterLeavesNoRow(t *testing.T) {
+	ctx := ctxT(t)
+	a := mustOpen(t)
+	b := mustOpenPath(t, a.Path())
+	x := acquire(t, b, "hot", "x", time.Minute)
+
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	at, resume := make(chan struct{}), make(chan struct{})
+	armed := true
+	sqlite.SetStoreHook(a, func(point string) {
+		if point == "answering" && armed {
+			armed = false
+			close(at)
+			<-resume
+		}
+	})
+	call := make(chan waitResult, 1)
+	go func() {
+		g, err := a.Acquire(callCtx, lease.AcquireRequest{Name: "hot", Holder: "gone", TTL: time.Minute, Wait: time.Minute})
+		call <- waitResult{"gone", g, err}
+	}()
+	<-at // the try found the name held and queued the call's row
+	cancel()
+	r := receive(t, call)
+	close(resume)
+	if !errors.Is(r.err, lease.ErrUnknown) && !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the cancelled call: %+v, %v; want an unknown outcome or context.Canceled", r.grant, r.err)
+	}
+	flush(t, a)
+	if n := sqlite.Waiting(a, "hot"); n != 0 {
+		t.Errorf("%d rows wait for %q after the call stopped waiting and the Store ran a batch: %s",
+			n, "hot", sqlite.DumpWaiters(a))
+	}
+	if err := b.Release(ctx, lease.ReleaseRequest{Name: "hot", Holder: "x", Token: x.Token}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := b.Get(ctx, "hot"); !errors.Is(err, lease.ErrNotFound) {
+		t.Errorf("Get after the release: %+v, %v; want the name free (lease.ErrNotFound), not handed to the call that stopped waiting", info, err)
+	}
+}
+
+// flush runs one batch through s's writer (a release of a lease nobody
+// holds).
+func flush(t *testing.T, s *sqlite.Store) {
+	t.Helper()
+	if err := s.Release(ctxT(t), lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1}); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("flush: Release = %v, want lease.ErrLost", err)
+	}
+}

@@ -5,6 +5,9 @@ package sqlite
 //
 //	"before-commit": a batch's statements ran, COMMIT is about to be sent;
 //	"after-commit":  COMMIT returned, no caller of the batch answered yet;
+//	"answering":     the batch committed and the Store has taken in what it
+//	                 did (its waiters rows, quotas, watches: committed);
+//	                 no caller of the batch answered yet;
 //	"handing-over":  the batch's callers are answered, the acquires a
 //	                 release handed the name to are not yet.
 //	"acquire-answered": (not the writer's) a waiting Acquire's try was

@@ -29,8 +29,12 @@ func (h *hub) park(o *op) {
 	h.m[o.name] = append(h.m[o.name], o)
 }
 
-// unpark removes o from its queue and from the rows, if it is still there.
-func (h *hub) unpark(o *op) {
+// unpark removes o from its queue and from the rows, if it is still there,
+// and returns the seq of the row it removed, if any: a row no batch has
+// deleted (a claim, a hand-over or a final poll deletes the row and the
+// hub learns it as the batch commits), so it is still in the file and
+// nobody will claim it. The caller forgets it (Store.forgetRow).
+func (h *hub) unpark(o *op) (row int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.m[o.name]
@@ -44,7 +48,9 @@ func (h *hub) unpark(o *op) {
 	}
 	if seq := o.row.Load(); seq != 0 && h.rows[seq] == o {
 		delete(h.rows, seq)
+		return seq
 	}
+	return 0
 }
 
 // parked returns how many calls are parked.

@@ -247,10 +247,7 @@ func (b *batch) poll(o *op) (result, error) {
 		if err := b.dropWaiter(o.seq); err != nil {
 			return result{}, err
 		}
-		found = false
-		if res, ok, err := b.claim(o, token.Token(tok), time.Duration(exp)); ok || err != nil {
-			return res, err
-		}
+		return b.claim(o, token.Token(tok), time.Duration(exp)), nil
 	}
 	if _, err := b.revokeLapsed(o.name, false); err != nil {
 		return result{}, err
@@ -278,20 +275,19 @@ func (b *batch) poll(o *op) (result, error) {
 	return b.acquireInQuota(try)
 }
 
-// claim answers o with the grant tok made to its row, as the lease row
-// says it. A grant that expired before the claim (and that someone else may
-// hold since) is still the call's one effect: it is answered, expired, and
-// the caller's handle finds it lost. A grant taken back (revokeLapsed) has
-// no row left to claim.
-func (b *batch) claim(o *op, tok token.Token, expires time.Duration) (result, bool, error) {
-	r, found, err := b.row(o.name)
-	if err != nil {
-		return result{}, false, err
-	}
-	if !found || r.holder != o.holder || r.token != tok {
-		r = row{holder: o.holder, owner: o.owner, token: tok, ttl: o.ttl, expires: expires, lockDelay: o.lockDelay}
-	}
-	return result{grant: b.grant(o.name, r)}, true, nil
+// claim answers o with the grant tok made to its row: the grant's own
+// terms (o's holder, owner, TTL and lock-delay; the deadline the row
+// recorded), not the lease row as it is now. The holder may be shared with
+// another call that extended the lease with its own TTL since the grant:
+// that call's answer is its own, and answering this one with it would be
+// an answer no single call produced (TestClaimAnswersOwnGrant). A grant
+// that expired before the claim (and that someone else may hold since) is
+// still the call's one effect: it is answered, expired, and the caller's
+// handle finds it lost. A grant taken back (revokeLapsed) has no row left
+// to claim.
+func (b *batch) claim(o *op, tok token.Token, expires time.Duration) result {
+	r := row{holder: o.holder, owner: o.owner, token: tok, ttl: o.ttl, expires: expires, lockDelay: o.lockDelay}
+	return result{grant: b.grant(o.name, r)}
 }
 
 // revokeLapsed takes back a grant of name to another process's waiter that

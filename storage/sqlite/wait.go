@@ -47,7 +47,7 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 	deadline := time.Now().Add(req.Wait)
 	p := parkedOp(req)
 	s.armAndPark(p) // 1
-	defer func() { s.waiters.unpark(p) }()
+	defer func() { s.forgetRow(s.waiters.unpark(p)) }() // a row still listed: nobody will claim it
 	next := acquireOp(req) // 2
 	next.parked, next.light = p, s.heldNow(ctx, req.Name)
 	for {
@@ -71,7 +71,7 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			if handed, ok := s.settle(ctx, p); ok {
+			if handed, ok, _ := s.settle(ctx, p); ok {
 				return handed.grant, handed.err
 			}
 			// Another process may grant a queued row before it goes: the
@@ -95,7 +95,8 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 // while the call's row is in the file is only said once a final poll has
 // withdrawn the row (another process may have granted it meanwhile).
 func (s *Store) endWait(ctx context.Context, p *op, req lease.AcquireRequest, res result) (lease.Grant, error) {
-	if handed, ok := s.settle(ctx, p); ok {
+	handed, ok, listed := s.settle(ctx, p)
+	if ok {
 		return handed.grant, handed.err
 	}
 	seq := p.row.Load()
@@ -103,9 +104,11 @@ func (s *Store) endWait(ctx context.Context, p *op, req lease.AcquireRequest, re
 		return res.grant, res.err
 	}
 	if !errors.Is(res.err, lease.ErrHeld) {
-		if s.waiters.bySeq(seq) == p {
-			s.forgetRow(seq) // answered otherwise; the row goes (a claim deleted it already)
-		}
+		// Answered otherwise (a grant, a refusal, an unknown outcome): a
+		// row still in the file goes with the next batch, or another
+		// process could hand the name to a call that stopped waiting
+		// (TestCancelledWaiterLeavesNoRow). A claim deleted it already.
+		s.forgetRow(listed)
 		return res.grant, res.err
 	}
 	last := pollOp(req, nil, true)
@@ -118,24 +121,26 @@ func (s *Store) endWait(ctx context.Context, p *op, req lease.AcquireRequest, re
 }
 
 // settle ends the wait of p, a parked acquire. If no release took it, p is
-// abandoned and settle reports false. If a release handed it the name,
-// settle waits for the batch's answer and reports true with it, unless the
-// batch was rolled back (false). If ctx ends first, it reports true with
-// ctx's error: the grant may then have been committed, as for any op taken
-// into a batch, and the holder's next Acquire gets it back. An answer that
-// has already arrived wins over an ended ctx.
-func (s *Store) settle(ctx context.Context, p *op) (result, bool) {
+// abandoned and settle reports false, with the seq of p's row if the hub
+// still listed it (no batch has deleted it: it is in the file, and no
+// release of this process will answer it; the caller withdraws it with a
+// final poll or forgets it). If a release handed it the name, settle waits
+// for the batch's answer and reports true with it, unless the batch was
+// rolled back (false). If ctx ends first, it reports true with ctx's
+// error: the grant may then have been committed, as for any op taken into
+// a batch, and the holder's next Acquire gets it back. An answer that has
+// already arrived wins over an ended ctx.
+func (s *Store) settle(ctx context.Context, p *op) (res result, ok bool, row int64) {
 	if p.state.CompareAndSwap(opPending, opAbandoned) || p.state.Load() == opAbandoned {
 		// Abandoned here, or by the writer when a try of this call took
 		// effect: no release can hand it the name any more.
-		s.waiters.unpark(p)
-		return result{}, false
+		return result{}, false, s.waiters.unpark(p)
 	}
-	answered := func() (result, bool) {
+	answered := func() (result, bool, int64) {
 		if p.res.err == errHandOverUndone {
-			return result{}, false
+			return result{}, false, 0
 		}
-		return p.res, true
+		return p.res, true, 0
 	}
 	select {
 	case <-p.done:
@@ -146,7 +151,7 @@ func (s *Store) settle(ctx context.Context, p *op) (result, bool) {
 	case <-p.done:
 		return answered()
 	case <-ctx.Done():
-		return result{err: storekit.Unknown(ctx.Err())}, true
+		return result{err: storekit.Unknown(ctx.Err())}, true, 0
 	}
 }
 

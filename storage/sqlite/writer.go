@@ -296,6 +296,7 @@ func (s *Store) runBatch(batch []*op) {
 		return
 	}
 	took := time.Since(start)
+	s.w.hook("answering")
 	for i, o := range batch {
 		o.res = results[i]
 		close(o.done)
