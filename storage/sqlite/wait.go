@@ -46,9 +46,10 @@ import (
 func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (lease.Grant, error) {
 	deadline := time.Now().Add(req.Wait)
 	p := parkedOp(req)
-	s.armAndPark(p)                                     // 1
-	defer func() { s.forgetRow(s.waiters.unpark(p)) }() // a row still listed: nobody will claim it
-	next := acquireOp(req)                              // 2
+	s.armAndPark(p) // 1
+	// A row still listed when the call returns: nobody will claim it.
+	defer func() { s.forgetRow(s.waiters.unpark(p)) }()
+	next := acquireOp(req) // 2
 	next.parked, next.light = p, s.heldNow(ctx, req.Name)
 	for {
 		res := s.submit(ctx, next)
