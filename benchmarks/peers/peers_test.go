@@ -340,3 +340,70 @@ func TestSummary(t *testing.T) {
 		t.Errorf("summary compares one client's rows:\n%s", out)
 	}
 }
+
+// TestRunRounds: with Rounds, the suite runs the targets forwards, then
+// backwards, then forwards (A B C, C B A, A B C), and reports each step
+// once: the round with the median rate, with the lowest and highest. A
+// target that failed in one round keeps its failure row; the table shows
+// the spread.
+func TestRunRounds(t *testing.T) {
+	var calls []string
+	rates := map[string][]float64{"a": {10, 30, 20}, "b": {5, 6, 7}}
+	measure := func(name string) func(context.Context, time.Duration, int64) (bench.Row, error) {
+		return func(context.Context, time.Duration, int64) (bench.Row, error) {
+			calls = append(calls, name)
+			if name == "c" {
+				if len(calls) == 4 { // its second round
+					return bench.Row{}, errors.New("c broke")
+				}
+				return bench.Row{Names: "fsync", Clients: 1, Grants: 1, GrantsPerSec: 1, Elapsed: time.Second}, nil
+			}
+			r := rates[name][0]
+			rates[name] = rates[name][1:]
+			return bench.Row{Names: "fsync", Clients: 1, Grants: int64(r), GrantsPerSec: r, Elapsed: time.Second, P50: time.Duration(r) * time.Millisecond}, nil
+		}
+	}
+	var targets []peers.Target
+	for _, n := range []string{"a", "b", "c"} {
+		targets = append(targets, peers.Target{Name: n, Durability: "test", Baseline: true, Measure: measure(n)})
+	}
+	var progress bytes.Buffer
+	results, err := peers.Run(context.Background(), peers.Config{Targets: targets, Rounds: 3, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "c", "b", "a", "a", "b", "c"}, calls); diff != "" {
+		t.Errorf("order of the steps (-want +got):\n%s", diff)
+	}
+	type got struct {
+		Target          string
+		Rate, Low, High float64
+		P50             time.Duration
+		Rounds          int
+		Failed          bool
+	}
+	var rows []got
+	for _, r := range results {
+		rate, _ := peers.Rate(r)
+		rows = append(rows, got{r.Target, rate, r.Low, r.High, r.P50, r.Rounds, r.Err != nil})
+	}
+	want := []got{
+		{"a", 20, 10, 30, 20 * time.Millisecond, 3, false}, // the median round's row, its own p50
+		{"b", 6, 5, 7, 6 * time.Millisecond, 3, false},
+		{"c", 1, 1, 1, 0, 2, false},
+		{"c", 0, 0, 0, 0, 0, true},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(progress.String(), "round 2/3") {
+		t.Errorf("progress does not say the round:\n%s", progress.String())
+	}
+	var md bytes.Buffer
+	if err := peers.WriteMarkdown(&md, results); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "20 syncs/s (10–30)") || !strings.Contains(md.String(), "the suite ran 3 times") {
+		t.Errorf("the table does not show the spread and the rounds:\n%s", md.String())
+	}
+}

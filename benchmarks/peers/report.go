@@ -41,8 +41,12 @@ func WriteMarkdown(w io.Writer, results []Result) error {
 			notes = append(notes, fmt.Sprintf("%s, %s, %d clients: %d errors, the first: %v", r.Target, r.Names, r.Clients, r.Errors, r.FirstError))
 			errs += fmt.Sprintf(" [%d]", len(notes))
 		}
-		fmt.Fprintf(bw, "| %s | %s | %s | %d | %s %s | %s | %s | %s | %s |\n",
-			cell(r.Target), shortDurability(r), r.Names, r.Clients, Thousands(rate), unit, ms3(r.P50), ms3(r.P99), errs, cpu)
+		spread := ""
+		if r.Rounds > 1 {
+			spread = fmt.Sprintf(" (%s–%s)", Thousands(r.Low), Thousands(r.High))
+		}
+		fmt.Fprintf(bw, "| %s | %s | %s | %d | %s %s%s | %s | %s | %s | %s |\n",
+			cell(r.Target), shortDurability(r), r.Names, r.Clients, Thousands(rate), unit, spread, ms3(r.P50), ms3(r.P99), errs, cpu)
 	}
 	for _, r := range failed {
 		fmt.Fprintf(bw, "| %s | %s | — | — | **failed**: %s | | | | |\n", cell(r.Target), shortDurability(r), cell(r.Err.Error()))
@@ -54,6 +58,14 @@ func WriteMarkdown(w io.Writer, results []Result) error {
 			v = " (" + cell(r.Version) + ")"
 		}
 		fmt.Fprintf(bw, "- **%s**%s: %s.\n", cell(r.Target), v, cell(r.Durability))
+	}
+	rounds := 0
+	for _, r := range results {
+		rounds = max(rounds, r.Rounds)
+	}
+	if n := rounds; n > 1 {
+		fmt.Fprintf(bw, "- Rounds: the suite ran %d times, the targets forwards, then backwards; each rate is the median round's "+
+			"(its p50, p99, errors and CPU are that round's), in parentheses the lowest and highest of the rounds.\n", n)
 	}
 	fmt.Fprintf(bw, "- Workloads: *distinct*, %s: cycles/s, p50/p99 of the acquire; *fresh*, %s: grants/s, p50/p99 of the acquire; "+
 		"*hot*, %s: hand-overs/s, p50/p99 from a release being sent to the next grant (Redis and PostgreSQL cannot wait: their clients poll every 1–2 ms). "+

@@ -12,6 +12,13 @@
 # stopped by its own pid when the script exits, however it exits, and the
 # directory is removed (PEERS_KEEP=1 keeps it, with the servers' logs).
 #
+# -rounds N runs the suite N times, the targets forwards, then backwards, and
+# reports each step's median round with the lowest and highest rate: ratios
+# of two targets (picket on etcd against etcd's Mutex, embedded against
+# Redis) then see the machine's slow minutes alike. A 3 s step moves by
+# ±20 % from run to run even on a quiet machine; -rounds 3 takes three times
+# as long.
+#
 # Servers started:
 #   Redis          appendonly yes, appendfsync always (the runner switches to
 #                  everysec for the rows labelled "not durable")

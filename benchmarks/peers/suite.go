@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,13 @@ type Config struct {
 	Duration  time.Duration // each step, default DefaultDuration
 	MaxOps    int64         // each step, default DefaultMaxOps
 
+	// Rounds runs the whole suite this many times (default 1), the
+	// targets in turn forwards, then backwards (A B … B A …), so that
+	// two targets compared with each other meet the machine's slow
+	// minutes alike; each step's row is then the round with the median
+	// rate, carrying the lowest and highest rate of its rounds.
+	Rounds int
+
 	// Progress, if set, receives one line at the start of each target and
 	// at the end of each step.
 	Progress io.Writer
@@ -55,6 +63,12 @@ type Result struct {
 	// Err, if set, says why the target gave no rows (it could not be
 	// opened, or its run failed); Row is then empty.
 	Err error
+
+	// Rounds is how many rounds measured this step (Config.Rounds; 0 or 1
+	// for a single run); Low and High are the lowest and highest of their
+	// rates (see Rate), of which the row's is the median.
+	Rounds    int
+	Low, High float64
 }
 
 // Requests counts the calls a row made: every grant, plus a release per
@@ -81,26 +95,95 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	rounds := max(cfg.Rounds, 1)
 	start := time.Now()
-	var out []Result
-	for i, t := range cfg.Targets {
-		if err := ctx.Err(); err != nil {
-			return out, err
+	var all [][]Result
+	for round := range rounds {
+		order := slices.Clone(cfg.Targets)
+		if round%2 == 1 {
+			slices.Reverse(order)
 		}
-		fmt.Fprintf(progress, "[%7.1fs] %d/%d %s: %s\n", time.Since(start).Seconds(), i+1, len(cfg.Targets), t.Name, t.Durability)
-		rows, err := runTarget(ctx, t, clients, workloads, d, maxOps, func(r Result) {
-			fmt.Fprintf(progress, "[%7.1fs]   %s\n", time.Since(start).Seconds(), progressLine(r))
-		})
-		out = append(out, rows...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return out, ctx.Err()
+		var out []Result
+		for i, t := range order {
+			if err := ctx.Err(); err != nil {
+				return merge(append(all, out), cfg.Targets), err
 			}
-			fmt.Fprintf(progress, "[%7.1fs]   %s failed: %v\n", time.Since(start).Seconds(), t.Name, err)
-			out = append(out, Result{Target: t.Name, Durability: t.Durability, Short: t.Short, Durable: t.Durable, Baseline: t.Baseline, Err: err})
+			of := ""
+			if rounds > 1 {
+				of = fmt.Sprintf("round %d/%d, ", round+1, rounds)
+			}
+			fmt.Fprintf(progress, "[%7.1fs] %s%d/%d %s: %s\n", time.Since(start).Seconds(), of, i+1, len(order), t.Name, t.Durability)
+			rows, err := runTarget(ctx, t, clients, workloads, d, maxOps, func(r Result) {
+				fmt.Fprintf(progress, "[%7.1fs]   %s\n", time.Since(start).Seconds(), progressLine(r))
+			})
+			out = append(out, rows...)
+			if err != nil {
+				if ctx.Err() != nil {
+					return merge(append(all, out), cfg.Targets), ctx.Err()
+				}
+				fmt.Fprintf(progress, "[%7.1fs]   %s failed: %v\n", time.Since(start).Seconds(), t.Name, err)
+				out = append(out, Result{Target: t.Name, Durability: t.Durability, Short: t.Short, Durable: t.Durable, Baseline: t.Baseline, Err: err})
+			}
+		}
+		all = append(all, out)
+	}
+	return merge(all, cfg.Targets), nil
+}
+
+// merge turns the rows of every round into one row per step, in the order
+// of the targets and, within a target, of the first round's steps: the
+// round with the median rate (the lower middle of an even count), with the
+// lowest and highest rate. A target that failed in any round keeps its
+// failure row (once) after its steps.
+func merge(rounds [][]Result, targets []Target) []Result {
+	if len(rounds) == 1 {
+		return rounds[0]
+	}
+	type key struct {
+		target, names string
+		clients       int
+	}
+	steps := map[key][]Result{}
+	var order []key
+	failed := map[string]Result{}
+	for _, rows := range rounds {
+		for _, r := range rows {
+			if r.Err != nil {
+				if _, ok := failed[r.Target]; !ok {
+					failed[r.Target] = r
+				}
+				continue
+			}
+			k := key{r.Target, r.Names, r.Clients}
+			if _, ok := steps[k]; !ok {
+				order = append(order, k)
+			}
+			steps[k] = append(steps[k], r)
 		}
 	}
-	return out, nil
+	var out []Result
+	for _, t := range targets {
+		for _, k := range order {
+			if k.target != t.Name {
+				continue
+			}
+			rs := steps[k]
+			slices.SortFunc(rs, func(a, b Result) int {
+				ra, _ := Rate(a)
+				rb, _ := Rate(b)
+				return cmp.Compare(ra, rb)
+			})
+			m := rs[(len(rs)-1)/2]
+			m.Rounds = len(rs)
+			m.Low, _ = Rate(rs[0])
+			m.High, _ = Rate(rs[len(rs)-1])
+			out = append(out, m)
+		}
+		if r, ok := failed[t.Name]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // runTarget runs one target's steps.

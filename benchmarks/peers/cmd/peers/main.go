@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quick := fs.Bool("quick", false, "a smoke run: 1 s steps, 1 and 16 clients")
 	out := fs.String("out", "peers-out", "write peers.md, peers.svg and peers.json into this `dir`")
 	d := fs.Duration("d", peers.DefaultDuration, "how long each step runs")
+	rounds := fs.Int("rounds", 1, "run the suite this many `times`, the targets forwards then backwards, and report each step's median round with the spread")
 	clientsFlag := fs.String("c", "1,16,64", "client counts, comma-separated")
 	names := fs.String("names", "distinct,fresh,hot", "workloads, comma-separated")
 	timeout := fs.Duration("timeout", 30*time.Minute, "bound on the whole run")
@@ -103,6 +104,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if !set["c"] {
 			clients = peers.QuickClients()
 		}
+	}
+	if *rounds < 1 || *rounds > 20 {
+		return fmt.Errorf("-rounds: %d is not between 1 and 20", *rounds)
 	}
 	workloads := strings.Split(*names, ",")
 	for _, w := range workloads {
@@ -169,10 +173,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	meta.Quick = *quick
 	meta.Start = time.Now().UTC()
-	fmt.Fprintf(stderr, "peers: %d targets, clients %v, workloads %v, %v per step; data in %s (%s)\n",
-		len(targets), clients, workloads, dur, dir, meta.DataFS)
+	fmt.Fprintf(stderr, "peers: %d targets, clients %v, workloads %v, %v per step, %d round(s); data in %s (%s)\n",
+		len(targets), clients, workloads, dur, *rounds, dir, meta.DataFS)
 	results, runErr := peers.Run(ctx, peers.Config{
-		Targets: targets, Clients: clients, Workloads: workloads, Duration: dur, Progress: stderr,
+		Targets: targets, Clients: clients, Workloads: workloads, Duration: dur, Rounds: *rounds, Progress: stderr,
 	})
 	meta.Load1End = loadAvg()
 	meta.Took = time.Since(meta.Start).Round(time.Second)
