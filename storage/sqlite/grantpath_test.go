@@ -21,15 +21,8 @@ func TestReleaseServesWaiterQueuedInSameBatch(t *testing.T) {
 	ctx := ctxT(t)
 	g := acquire(t, s, "job", "first", time.Minute)
 
-	hold, held := make(chan struct{}), make(chan struct{})
-	first := true
-	sqlite.SetStoreHook(s, func(point string) {
-		if point == "after-commit" && first {
-			first = false
-			close(held)
-			<-hold
-		}
-	})
+	held, resume := holdOnce(s, "after-commit")
+	defer resume()
 	// A batch to hold the writer in (its op's own answer is not needed).
 	go s.Renew(context.Background(), lease.RenewRequest{Name: "job", Holder: "first", Token: g.Token})
 	<-held
@@ -46,7 +39,7 @@ func TestReleaseServesWaiterQueuedInSameBatch(t *testing.T) {
 	released := make(chan error, 1)
 	go func() { released <- s.Release(ctx, lease.ReleaseRequest{Name: "job", Holder: "first", Token: g.Token}) }()
 	waitFor(t, "the release queued", func() bool { return sqlite.Queued(s) == 2 })
-	close(hold)
+	resume()
 
 	if err := <-released; err != nil {
 		t.Fatalf("release: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,15 +180,7 @@ func TestClaimAnswersOwnGrant(t *testing.T) {
 
 	// Hold A's writer after its next commit, so that the release and the
 	// other call queue up and go into the writer's following batch together.
-	held, hold := make(chan struct{}), make(chan struct{})
-	armed := true
-	sqlite.SetStoreHook(a, func(point string) {
-		if point == "after-commit" && armed {
-			armed = false
-			close(held)
-			<-hold
-		}
-	})
+	held, resume := holdOnce(a, "after-commit")
 	other := make(chan waitResult, 1)
 	go func() {
 		g, err := a.Acquire(ctx, lease.AcquireRequest{Name: "other", Holder: "y", TTL: time.Minute})
@@ -203,7 +196,7 @@ func TestClaimAnswersOwnGrant(t *testing.T) {
 		again <- waitResult{"shared", g, err}
 	}()
 	waitQueued(t, a, 2)
-	close(hold)
+	resume()
 	o := receive(t, other)
 	if o.err != nil {
 		t.Fatal(o.err)
@@ -245,15 +238,7 @@ func TestCancelledWaiterLeavesNoRow(t *testing.T) {
 
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	at, resume := make(chan struct{}), make(chan struct{})
-	armed := true
-	sqlite.SetStoreHook(a, func(point string) {
-		if point == "answering" && armed {
-			armed = false
-			close(at)
-			<-resume
-		}
-	})
+	at, resume := holdOnce(a, "answering")
 	call := make(chan waitResult, 1)
 	go func() {
 		g, err := a.Acquire(callCtx, lease.AcquireRequest{Name: "hot", Holder: "gone", TTL: time.Minute, Wait: time.Minute})
@@ -262,7 +247,7 @@ func TestCancelledWaiterLeavesNoRow(t *testing.T) {
 	<-at // the try found the name held and queued the call's row
 	cancel()
 	r := receive(t, call)
-	close(resume)
+	resume()
 	if !errors.Is(r.err, lease.ErrUnknown) && !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("the cancelled call: %+v, %v; want an unknown outcome or context.Canceled", r.grant, r.err)
 	}
@@ -286,4 +271,19 @@ func flush(t *testing.T, s *sqlite.Store) {
 	if err := s.Release(ctxT(t), lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1}); !errors.Is(err, lease.ErrLost) {
 		t.Fatalf("flush: Release = %v, want lease.ErrLost", err)
 	}
+}
+
+// holdOnce holds s's writer the next time it reaches point (hooks.go):
+// held is closed once it is there, and it stays until resume is called.
+func holdOnce(s *sqlite.Store, point string) (held <-chan struct{}, resume func()) {
+	at, release := make(chan struct{}), make(chan struct{})
+	armed := true // read and written by the writer goroutine only
+	sqlite.SetStoreHook(s, func(p string) {
+		if p == point && armed {
+			armed = false
+			close(at)
+			<-release
+		}
+	})
+	return at, sync.OnceFunc(func() { close(release) })
 }
