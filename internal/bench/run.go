@@ -182,33 +182,60 @@ func (s *settings) step(ctx context.Context, no int, w string, clients int) Row 
 // themselves after the run's TTL).
 //
 // Most of it the clients remembered. A call whose answer the step's end cut
-// off may still have been granted: a last look under the step's prefix finds
+// off may still have been granted: a look under the step's prefix finds
 // such leases, and the holder that has one gets it back by acquiring it again
-// (a holder's re-acquire returns its own grant) and releases it.
+// (a holder's re-acquire returns its own grant) and releases it. A waiting
+// call cut off may also still wait where the store runs (a server sees its
+// client gone only later), and any release near the end, a client's own
+// or the cleanup's, hands it the name a moment later. So every look waits
+// cleanupPause first, and the cleanup ends when two looks in a row find
+// nothing (TestRunCleanupStragglers), after cleanupPasses looks at most.
 func (s *settings) releaseLeft(ctx context.Context, base string, clients int, stats []*clientStats) int64 {
 	failed := s.releaseGrants(ctx, clients, stats)
-	left, err := lease.ListAll(ctx, s.store, base)
-	if err != nil {
-		return failed + 1
-	}
-	for _, info := range left {
-		released := false
-		for _, cs := range stats {
-			g, err := s.store.Acquire(ctx, lease.AcquireRequest{Name: info.Name, Holder: cs.holder, Owner: DefaultOwner, TTL: s.ttl})
-			if err != nil {
-				continue
-			}
-			released = s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) == nil
-			break
+	empty := 0
+	for pass := range cleanupPasses {
+		select {
+		case <-ctx.Done():
+			return failed + 1
+		case <-time.After(cleanupPause):
 		}
-		if !released {
-			failed++
+		left, err := lease.ListAll(ctx, s.store, base)
+		if err != nil {
+			return failed + 1
+		}
+		if len(left) == 0 {
+			if empty++; empty == 2 {
+				return failed
+			}
+			continue
+		}
+		empty = 0
+		if pass == cleanupPasses-1 {
+			return failed + int64(len(left))
+		}
+		for _, info := range left {
+			for _, cs := range stats {
+				g, err := s.store.Acquire(ctx, lease.AcquireRequest{Name: info.Name, Holder: cs.holder, Owner: DefaultOwner, TTL: s.ttl})
+				if err != nil {
+					continue
+				}
+				s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) //nolint:errcheck // the next look counts what is left
+				break
+			}
 		}
 	}
 	return failed
 }
 
-// releaseGrants releases the grants the clients remembered.
+// cleanupPasses bounds releaseLeft's looks, each cleanupPause after the
+// one before (2 s in all at most; 100 ms twice when nothing is left).
+const (
+	cleanupPasses = 20
+	cleanupPause  = 50 * time.Millisecond
+)
+
+// releaseGrants releases the grants the clients remembered and returns how
+// many releases failed.
 func (s *settings) releaseGrants(ctx context.Context, clients int, stats []*clientStats) int64 {
 	work := make(chan lease.Grant)
 	var failed atomic.Int64
