@@ -228,7 +228,7 @@ func (s *settings) releaseLeft(ctx context.Context, base string, clients int, st
 }
 
 // cleanupPasses bounds releaseLeft's looks, each cleanupPause after the
-// one before (2 s in all at most; 100 ms twice when nothing is left).
+// one before (1 s in all at most; 100 ms when nothing is left).
 const (
 	cleanupPasses = 20
 	cleanupPause  = 50 * time.Millisecond
