@@ -63,9 +63,9 @@ func WriteMarkdown(w io.Writer, results []Result) error {
 	for _, r := range results {
 		rounds = max(rounds, r.Rounds)
 	}
-	if n := rounds; n > 1 {
+	if rounds > 1 {
 		fmt.Fprintf(bw, "- Rounds: the suite ran %d times, the targets forwards, then backwards; each rate is the median round's "+
-			"(its p50, p99, errors and CPU are that round's), in parentheses the lowest and highest of the rounds.\n", n)
+			"(its p50, p99, errors and CPU are that round's), in parentheses the lowest and highest of the rounds.\n", rounds)
 	}
 	fmt.Fprintf(bw, "- Workloads: *distinct*, %s: cycles/s, p50/p99 of the acquire; *fresh*, %s: grants/s, p50/p99 of the acquire; "+
 		"*hot*, %s: hand-overs/s, p50/p99 from a release being sent to the next grant (Redis and PostgreSQL cannot wait: their clients poll every 1–2 ms). "+

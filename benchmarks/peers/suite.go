@@ -97,47 +97,45 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	rounds := max(cfg.Rounds, 1)
 	start := time.Now()
-	var all [][]Result
+	var rows []Result // every round's, in the order run
 	for round := range rounds {
 		order := slices.Clone(cfg.Targets)
 		if round%2 == 1 {
 			slices.Reverse(order)
 		}
-		var out []Result
+		of := ""
+		if rounds > 1 {
+			of = fmt.Sprintf("round %d/%d, ", round+1, rounds)
+		}
 		for i, t := range order {
 			if err := ctx.Err(); err != nil {
-				return merge(append(all, out), cfg.Targets), err
-			}
-			of := ""
-			if rounds > 1 {
-				of = fmt.Sprintf("round %d/%d, ", round+1, rounds)
+				return merge(rows, cfg.Targets, rounds), err
 			}
 			fmt.Fprintf(progress, "[%7.1fs] %s%d/%d %s: %s\n", time.Since(start).Seconds(), of, i+1, len(order), t.Name, t.Durability)
-			rows, err := runTarget(ctx, t, clients, workloads, d, maxOps, func(r Result) {
+			got, err := runTarget(ctx, t, clients, workloads, d, maxOps, func(r Result) {
 				fmt.Fprintf(progress, "[%7.1fs]   %s\n", time.Since(start).Seconds(), progressLine(r))
 			})
-			out = append(out, rows...)
+			rows = append(rows, got...)
 			if err != nil {
 				if ctx.Err() != nil {
-					return merge(append(all, out), cfg.Targets), ctx.Err()
+					return merge(rows, cfg.Targets, rounds), ctx.Err()
 				}
 				fmt.Fprintf(progress, "[%7.1fs]   %s failed: %v\n", time.Since(start).Seconds(), t.Name, err)
-				out = append(out, Result{Target: t.Name, Durability: t.Durability, Short: t.Short, Durable: t.Durable, Baseline: t.Baseline, Err: err})
+				rows = append(rows, Result{Target: t.Name, Durability: t.Durability, Short: t.Short, Durable: t.Durable, Baseline: t.Baseline, Err: err})
 			}
 		}
-		all = append(all, out)
 	}
-	return merge(all, cfg.Targets), nil
+	return merge(rows, cfg.Targets, rounds), nil
 }
 
-// merge turns the rows of every round into one row per step, in the order
+// merge turns the rows of every round (of rounds) into one row per step, in the order
 // of the targets and, within a target, of the first round's steps: the
 // round with the median rate (the lower middle of an even count), with the
 // lowest and highest rate. A target that failed in any round keeps its
 // failure row (once) after its steps.
-func merge(rounds [][]Result, targets []Target) []Result {
-	if len(rounds) == 1 {
-		return rounds[0]
+func merge(rows []Result, targets []Target, rounds int) []Result {
+	if rounds == 1 {
+		return rows
 	}
 	type key struct {
 		target, names string
@@ -146,20 +144,18 @@ func merge(rounds [][]Result, targets []Target) []Result {
 	steps := map[key][]Result{}
 	var order []key
 	failed := map[string]Result{}
-	for _, rows := range rounds {
-		for _, r := range rows {
-			if r.Err != nil {
-				if _, ok := failed[r.Target]; !ok {
-					failed[r.Target] = r
-				}
-				continue
+	for _, r := range rows {
+		if r.Err != nil {
+			if _, ok := failed[r.Target]; !ok {
+				failed[r.Target] = r
 			}
-			k := key{r.Target, r.Names, r.Clients}
-			if _, ok := steps[k]; !ok {
-				order = append(order, k)
-			}
-			steps[k] = append(steps[k], r)
+			continue
 		}
+		k := key{r.Target, r.Names, r.Clients}
+		if _, ok := steps[k]; !ok {
+			order = append(order, k)
+		}
+		steps[k] = append(steps[k], r)
 	}
 	var out []Result
 	for _, t := range targets {
