@@ -214,17 +214,23 @@ func (s *settings) releaseLeft(ctx context.Context, base string, clients int, st
 			return failed + int64(len(left))
 		}
 		for _, info := range left {
-			for _, cs := range stats {
-				g, err := s.store.Acquire(ctx, lease.AcquireRequest{Name: info.Name, Holder: cs.holder, Owner: DefaultOwner, TTL: s.ttl})
-				if err != nil {
-					continue
-				}
-				s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) //nolint:errcheck // the next look counts what is left
-				break
-			}
+			s.takeBack(ctx, info.Name, stats)
 		}
 	}
 	return failed
+}
+
+// takeBack releases the lease on name if one of the step's clients holds
+// it: that holder's re-acquire returns its own grant. Whether it worked,
+// the next look of releaseLeft tells.
+func (s *settings) takeBack(ctx context.Context, name string, stats []*clientStats) {
+	for _, cs := range stats {
+		g, err := s.store.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: cs.holder, Owner: DefaultOwner, TTL: s.ttl})
+		if err == nil {
+			s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) //nolint:errcheck // the next look counts what is left
+			return
+		}
+	}
 }
 
 // cleanupPasses bounds releaseLeft's looks, each cleanupPause after the
