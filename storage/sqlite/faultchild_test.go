@@ -29,8 +29,8 @@ import (
 //	                         power-loss control's naive mode)
 //	PICKET_TEST_CRASH_POINT  the hook point to die at ("crash" mode)
 //	PICKET_TEST_CRASH_BATCH  at its Nth call
-//	PICKET_TEST_WAITING      if set, the workers wait (Wait 2 s) for two
-//	                         names held by 20 ms leases, each call with a
+//	PICKET_TEST_WAITING      if set, the workers wait (Wait 2 s) for one
+//	                         name held by 20 ms leases, each call with a
 //	                         holder of its own, instead of granting fresh
 //	                         names: nearly every grant is then made in a
 //	                         waiting call's light batch (queue.go)
@@ -99,7 +99,7 @@ func grantChild() int {
 				holder := "h-" + name
 				req := lease.AcquireRequest{Name: name, Holder: holder, TTL: time.Hour}
 				if waiting {
-					req.Name, req.TTL, req.Wait = fmt.Sprintf("wait/%d", i%2), 20*time.Millisecond, 2*time.Second
+					req.Name, req.TTL, req.Wait = "wait", 20*time.Millisecond, 2*time.Second
 				}
 				g, err := s.Acquire(ctx, req)
 				mu.Lock()
