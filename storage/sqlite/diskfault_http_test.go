@@ -15,8 +15,9 @@ import (
 )
 
 // TestFailedSyncHealthz: the same failed fsync seen through the HTTP API:
-// the acquire during it answers 503 "unavailable" without a token, and from
-// then on /healthz answers 503 and acquires are refused.
+// the acquire during it answers 503 "unavailable" without a token, with
+// "reason": "unknown" (its COMMIT ran: it may be on disk), and from then on
+// /healthz answers 503 and acquires are refused (no "unknown").
 func TestFailedSyncHealthz(t *testing.T) {
 	ffs := faultfs.StartT(t)
 	s := mustOpenPath(t, filepath.Join(ffs.Dir(), "picket.db"))
@@ -42,14 +43,20 @@ func TestFailedSyncHealthz(t *testing.T) {
 		t.Fatalf("healthz before: %d %v", code, m)
 	}
 	ffs.FailSync(syscall.EIO)
-	for _, c := range []struct{ method, path, body string }{
-		{"POST", "/v1/acquire", `{"name": "b", "ttl_ms": 60000}`}, // its commit fails
-		{"GET", "/healthz", ""},
-		{"POST", "/v1/acquire", `{"name": "c", "ttl_ms": 60000}`}, // refused
+	for _, c := range []struct {
+		method, path, body string
+		unknown            bool
+	}{
+		{"POST", "/v1/acquire", `{"name": "b", "ttl_ms": 60000}`, true}, // its commit fails
+		{"GET", "/healthz", "", false},
+		{"POST", "/v1/acquire", `{"name": "c", "ttl_ms": 60000}`, false}, // refused
 	} {
 		code, m := call(c.method, c.path, c.body)
 		if code != http.StatusServiceUnavailable || m["error"] != "unavailable" || m["token"] != nil {
 			t.Errorf("%s %s with fsync failing: %d %v; want 503 unavailable, no token", c.method, c.path, code, m)
+		}
+		if unknown := m["reason"] == httpapi.ReasonUnknown; unknown != c.unknown {
+			t.Errorf("%s %s with fsync failing: %v; reason %q: want \"unknown\" only for the acquire whose commit failed", c.method, c.path, m, httpapi.ReasonUnknown)
 		}
 	}
 	var failed *sqlite.FailedError

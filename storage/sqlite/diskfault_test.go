@@ -47,6 +47,11 @@ func TestFailedSync(t *testing.T) {
 			if !errors.As(err, &failed) || !errors.Is(err, lease.ErrUnavailable) || g != (lease.Grant{}) {
 				t.Fatalf("Acquire while fsync fails: %+v, %v; want no grant and a *FailedError", g, err)
 			}
+			if !errors.Is(err, lease.ErrUnknown) {
+				// Its COMMIT ran: the grant may be in the file (it is, in
+				// some runs, after reopening).
+				t.Errorf("Acquire whose commit failed: %v; want it to match lease.ErrUnknown", err)
+			}
 			t.Logf("the failed grant's error: %v", err)
 			if got := ffs.Stats().FailedSyncs; got == 0 {
 				t.Fatal("no fsync failed: the commit did not sync?")
@@ -58,6 +63,9 @@ func TestFailedSync(t *testing.T) {
 			} {
 				if !errors.As(err, &failed) {
 					t.Errorf("%s after a failed fsync: %v; want a *FailedError", name, err)
+				}
+				if errors.Is(err, lease.ErrUnknown) {
+					t.Errorf("%s after a failed fsync: %v; refused before any write, it must not match lease.ErrUnknown", name, err)
 				}
 			}
 			if !logs.has("store failed closed: refusing every write until reopened") {
@@ -94,6 +102,64 @@ func TestFailedSync(t *testing.T) {
 				t.Errorf("after reopening: token %d, want above %d", next.Token, highest)
 			}
 			checkIntegrity(t, path)
+		})
+	}
+}
+
+// TestFailedSyncLight: the same failed fsync met by a waiting call's light
+// batch (queue.go), which commits without a sync and syncs the -wal itself
+// once it has granted (syncLight). Its COMMIT succeeded, so the grant may be
+// on disk: the call is answered with an error matching lease.ErrUnknown (and
+// lease.ErrUnavailable), never "rolled back, nothing written", and the store
+// fails closed. Two ways in: the name handed to the parked call when the
+// lease on it expires, and the call's own first try, light because the name
+// looked held, granting because the lease expired while the writer was busy.
+func TestFailedSyncLight(t *testing.T) {
+	for _, way := range []string{"hand-over at expiry", "first try"} {
+		t.Run(way, func(t *testing.T) {
+			ffs := faultfs.StartT(t)
+			s := mustOpenPath(t, filepath.Join(ffs.Dir(), "picket.db"))
+			ctx := ctxT(t)
+			ttl := time.Second
+			if way == "first try" {
+				ttl = 300 * time.Millisecond
+			}
+			first := acquire(t, s, "w", "first", ttl)
+			got := make(chan error, 1)
+			wait := func() {
+				_, err := s.Acquire(ctx, lease.AcquireRequest{Name: "w", Holder: "second", TTL: time.Hour, Wait: 10 * time.Second})
+				got <- err
+			}
+			if way == "hand-over at expiry" {
+				go wait()
+				waitInLine(t, s, "w", 1)
+				ffs.FailSync(syscall.EIO)
+			} else {
+				// The writer is held after a batch of its own, so the call's
+				// first try (light: the name looks held) runs only after the
+				// lease expired.
+				held, resume := holdOnce(s, "answering")
+				defer resume()
+				go s.Release(ctx, lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1}) // a batch to hold the writer after
+				<-held
+				go wait()
+				waitQueued(t, s, 1)
+				time.Sleep(time.Until(first.Expires) + 100*time.Millisecond)
+				ffs.FailSync(syscall.EIO)
+				resume()
+			}
+			err := <-got
+			if !errors.Is(err, lease.ErrUnknown) || !errors.Is(err, lease.ErrUnavailable) || strings.Contains(err.Error(), "nothing written") {
+				t.Fatalf("waiting Acquire granted while fsync fails: %v; want an error matching lease.ErrUnknown and lease.ErrUnavailable", err)
+			}
+			var failed *sqlite.FailedError
+			if err := s.Health(ctx); !errors.As(err, &failed) {
+				t.Errorf("Health after the light batch's failed sync: %v; want a *FailedError", err)
+			}
+			if err := acquireErr(ctx, s, "later", "h"); !errors.As(err, &failed) || errors.Is(err, lease.ErrUnknown) {
+				t.Errorf("Acquire after: %v; want a *FailedError, refused (not lease.ErrUnknown)", err)
+			}
+			t.Logf("the waiting call's error: %v", err)
 		})
 	}
 }

@@ -288,11 +288,7 @@ func (s *Store) runBatch(batch []*op) {
 	s.noteBatch(batch, results, err)
 	if err != nil {
 		s.logger.Log("msg", "batch failed", "err", err, "ops", len(batch))
-		if isFatal(err) {
-			answer(s.fail(err))
-			return
-		}
-		answer(unavailable("batch rolled back, nothing written", err))
+		answer(s.batchFailed(err))
 		return
 	}
 	took := time.Since(start)
@@ -311,6 +307,27 @@ func (s *Store) runBatch(batch []*op) {
 	if s.batchHook != nil {
 		s.batchHook(len(batch)+len(handed), took)
 	}
+}
+
+// batchFailed returns what the callers of a batch that failed with err are
+// told. An I/O error or corruption makes the store fail closed (isFatal), as
+// does a light batch's failed sync after its COMMIT (finish). When COMMIT
+// itself ran (errCommit) what the batch wrote may be on disk: its callers'
+// error matches lease.ErrUnknown too. Any other error rolled the batch back.
+func (s *Store) batchFailed(err error) error {
+	var failed error
+	if isFatal(err) {
+		failed = s.fail(err)
+	} else if f := s.failure.Load(); f != nil && errors.Is(err, errCommit) {
+		failed = f // the light batch's sync (finish) failed the store
+	}
+	switch {
+	case failed != nil && errors.Is(err, errCommit):
+		return storekit.Unknown(failed)
+	case failed != nil:
+		return failed
+	}
+	return unavailable("batch rolled back, nothing written", err)
 }
 
 // A busy file is waited for on the Go side. SQLite's own busy handler
