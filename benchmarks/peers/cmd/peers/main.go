@@ -80,16 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("-cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("-cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (see -h)", fs.Args())
 	}
 	clients, err := parseInts(*clientsFlag)
 	if err != nil {
@@ -107,6 +99,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *rounds < 1 || *rounds > 20 {
 		return fmt.Errorf("-rounds: %d is not between 1 and 20", *rounds)
+	}
+	if dur <= 0 {
+		return fmt.Errorf("-d: %v is not a positive duration", dur)
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("-timeout: %v is not a positive duration", *timeout)
 	}
 	workloads := strings.Split(*names, ",")
 	for _, w := range workloads {
@@ -155,10 +153,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *only != "" {
 		keep := strings.Split(*only, ",")
+		var known []string
+		for _, t := range targets {
+			known = append(known, t.Name)
+		}
+		for _, k := range keep {
+			if !slices.Contains(known, k) {
+				return fmt.Errorf("-only: %q is none of this run's targets (%s)", k, strings.Join(known, ", "))
+			}
+		}
 		targets = slices.DeleteFunc(targets, func(t peers.Target) bool { return !slices.Contains(keep, t.Name) })
 	}
 	if len(targets) == 0 {
 		return errors.New("no targets: give at least one system (see -h)")
+	}
+	// Every flag is checked: from here on the run writes files.
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
