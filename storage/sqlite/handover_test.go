@@ -287,3 +287,72 @@ func holdOnce(s *sqlite.Store, point string) (held <-chan struct{}, resume func(
 	})
 	return at, sync.OnceFunc(func() { close(release) })
 }
+
+// TestHandOverRolledBack: a release hands the name to a call waiting in
+// this process, and the batch then fails (a fenced put that does not fit
+// under PRAGMA max_page_count: SQLITE_FULL, the batch rolled back whole).
+// The waiting call is told nothing; it waits on, in its place, and is
+// handed the name by the next release. Once it returned, nothing of it is
+// left in this process's queue: before, the hand-over's old op stayed
+// listed under the name for the Store's life (Parked 1, not 0), so the
+// name looked waited for.
+func TestHandOverRolledBack(t *testing.T) {
+	ctx := ctxT(t)
+	s := mustOpen(t)
+	a := acquire(t, s, "x", "a", time.Hour)
+	call := make(chan waitResult, 1)
+	go func() {
+		g, err := s.Acquire(ctx, lease.AcquireRequest{Name: "x", Holder: "b", TTL: time.Hour, Wait: time.Minute})
+		call <- waitResult{"b", g, err}
+	}()
+	waitInLine(t, s, "x", 1)
+	pages, err := sqlite.QueryWriter(s, "PRAGMA page_count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Room for the release and its hand-over, not for a 1 MiB value.
+	if err := sqlite.ExecWriter(s, fmt.Sprintf("PRAGMA max_page_count = %d", pages+8)); err != nil {
+		t.Fatal(err)
+	}
+	// The release and the put ride in one batch: the writer is held after
+	// a batch of its own until both are queued.
+	at, resume := holdOnce(s, "answering")
+	defer resume()
+	go s.Release(ctx, lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1})
+	<-at
+	released, put := make(chan error, 1), make(chan error, 1)
+	go func() { released <- s.Release(ctx, lease.ReleaseRequest{Name: "x", Holder: "a", Token: a.Token}) }()
+	waitQueued(t, s, 1)
+	go func() { put <- s.PutFenced(ctx, "big", make([]byte, sqlite.MaxValueLen), a.Token) }()
+	waitQueued(t, s, 2)
+	resume()
+	for what, ch := range map[string]chan error{"the release": released, "the put": put} {
+		if err := <-ch; !errors.Is(err, lease.ErrUnavailable) {
+			t.Fatalf("%s in the batch that did not fit: %v; want lease.ErrUnavailable (disk full)", what, err)
+		}
+	}
+	if err := sqlite.ExecWriter(s, "PRAGMA max_page_count = 4294967294"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-call:
+		t.Fatalf("the waiting call answered by a hand-over that was rolled back: %+v, %v", r.grant, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if info, err := s.Get(ctx, "x"); err != nil || info.Token != a.Token {
+		t.Fatalf("after the rolled-back batch: %+v, %v; want a's lease (token %d) still there", info, err, a.Token)
+	}
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "x", Holder: "a", Token: a.Token}); err != nil {
+		t.Fatalf("the release again, with room: %v", err)
+	}
+	r := receive(t, call)
+	if r.err != nil || r.grant.Token <= a.Token {
+		t.Fatalf("the waiting call after the second release: %+v, %v; want the name, with a token above %d", r.grant, r.err, a.Token)
+	}
+	if n := sqlite.Parked(s, "x"); n != 0 {
+		t.Errorf("%d acquires still listed as waiting for %q after the only one returned", n, "x")
+	}
+	if n := sqlite.Waiting(s, "x"); n != 0 {
+		t.Errorf("%d rows wait for %q in the file after the only waiter returned", n, "x")
+	}
+}

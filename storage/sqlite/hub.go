@@ -68,11 +68,19 @@ func (h *hub) bySeq(seq int64) *op {
 }
 
 // repark puts p, a fresh parked op for the call whose row is seq, in place
-// of the one a rolled-back hand-over took.
-func (h *hub) repark(p *op, seq int64) {
-	h.park(p)
+// of old, the one a rolled-back hand-over took: in old's place among the
+// name's waiters and as the row's op, so that nothing of old stays listed.
+func (h *hub) repark(old, p *op, seq int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string][]*op)
+	}
+	if i := slices.Index(h.m[p.name], old); i >= 0 {
+		h.m[p.name][i] = p
+	} else {
+		h.m[p.name] = append(h.m[p.name], p)
+	}
 	p.row.Store(seq)
 	if h.rows == nil {
 		h.rows = make(map[int64]*op)

@@ -64,9 +64,10 @@ func (s *Store) acquireWait(ctx context.Context, req lease.AcquireRequest) (leas
 			if p.res.err != errHandOverUndone {
 				return p.res.grant, p.res.err
 			}
-			seq := p.row.Load()
-			p = parkedOp(req) // the batch rolled back; the row is still there: wait on
-			s.waiters.repark(p, seq)
+			// The batch rolled back; the row is still there: wait on.
+			old := p
+			p = parkedOp(req)
+			s.waiters.repark(old, p, old.row.Load())
 		case <-p.wake:
 			t.Stop()
 		case <-t.C:
