@@ -147,11 +147,9 @@ func (s *settings) step(ctx context.Context, no int, w string, clients int) Row 
 		stop:  start.Add(s.duration),
 		base:  s.prefix + "s" + itoa(no) + "/" + w,
 	}
-	var cancelHard, cancelWait context.CancelFunc
+	var cancelHard context.CancelFunc
 	st.hard, cancelHard = context.WithDeadline(ctx, st.stop.Add(s.grace))
 	defer cancelHard()
-	st.wait, cancelWait = context.WithDeadline(st.hard, st.stop)
-	defer cancelWait()
 
 	stats := make([]*clientStats, clients)
 	var wg sync.WaitGroup
@@ -181,15 +179,17 @@ func (s *settings) step(ctx context.Context, no int, w string, clients int) Row 
 // a time, and returns how many it could not release (those expire by
 // themselves after the run's TTL).
 //
-// Most of it the clients remembered. A call whose answer the step's end cut
-// off may still have been granted: a look under the step's prefix finds
-// such leases, and the holder that has one gets it back by acquiring it again
-// (a holder's re-acquire returns its own grant) and releases it. A waiting
-// call cut off may also still wait where the store runs (a server sees its
-// client gone only later), and any release near the end, a client's own
-// or the cleanup's, hands it the name a moment later. So every look waits
-// cleanupPause first, and the cleanup ends when two looks in a row find
-// nothing (TestRunCleanupStragglers), after cleanupPasses looks at most.
+// Most of it the clients remembered: every call runs until it is answered
+// (a hot call's wait ends with the step, by its Wait), unless the step's
+// grace runs out. A call whose answer the grace cut off may still have been
+// granted: a look under the step's prefix finds such leases, and the holder
+// that has one gets it back by acquiring it again (a holder's re-acquire
+// returns its own grant) and releases it. A waiting call cut off may also
+// still wait where the store runs (a server sees its client gone only
+// later), and any release near the end, a client's own or the cleanup's,
+// hands it the name a moment later. So every look waits cleanupPause first,
+// and the cleanup ends when two looks in a row find nothing
+// (TestRunCleanupStragglers), after cleanupPasses looks at most.
 func (s *settings) releaseLeft(ctx context.Context, base string, clients int, stats []*clientStats) int64 {
 	failed := s.releaseGrants(ctx, clients, stats)
 	empty := 0

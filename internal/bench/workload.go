@@ -16,7 +16,6 @@ type stepState struct {
 	start, stop time.Time
 	base        string          // prefix of the step's names
 	hard        context.Context // ends DefaultGrace after stop: cancels what is in flight
-	wait        context.Context // ends at stop: bounds the hot workload's waits
 	started     atomic.Int64    // operations started, bounded by maxOps
 	lastRelease atomic.Int64    // hot: when the last release was sent, ns since start (0: none yet)
 }
@@ -106,6 +105,13 @@ func (st *stepState) fresh(i int, cs *clientStats) {
 // hot: every client acquires the step's one name, waiting for it until the
 // step ends, and releases it at once. The latency recorded is the hand-over:
 // from the moment the previous holder sent its release to the grant.
+//
+// The wait is bounded by the request (Wait: until the step's end), not by
+// cutting the call off at the step's end: a call cut off still waits where
+// the store runs (a server sees its client gone only later) and may be
+// handed the name after the cleanup looked, a lease nobody releases. Left to
+// its Wait, every call answers (the name, or "held") a moment after the
+// step's end, and what it was granted is released like any other grant.
 func (st *stepState) hot(cs *clientStats) {
 	store := st.s.store
 	req := st.request(st.base, lease.NewHolder())
@@ -116,13 +122,10 @@ func (st *stepState) hot(cs *clientStats) {
 			return
 		}
 		req.Wait = min(left, lease.MaxWait)
-		g, err := store.Acquire(st.wait, req)
+		g, err := store.Acquire(st.hard, req)
 		if err != nil {
-			if st.wait.Err() != nil {
-				return // the step is over
-			}
 			if !errors.Is(err, lease.ErrHeld) { // a wait that ran out is no failure
-				st.failed(cs, st.wait, err)
+				st.failed(cs, st.hard, err)
 			}
 			continue
 		}
