@@ -180,65 +180,36 @@ func (s *settings) step(ctx context.Context, no int, w string, clients int) Row 
 // themselves after the run's TTL).
 //
 // Most of it the clients remembered: every call runs until it is answered
-// (a hot call's wait ends with the step, by its Wait), unless the step's
-// grace runs out. A call whose answer the grace cut off may still have been
-// granted: a look under the step's prefix finds such leases, and the holder
-// that has one gets it back by acquiring it again (a holder's re-acquire
-// returns its own grant) and releases it. A waiting call cut off may also
-// still wait where the store runs (a server sees its client gone only
-// later), and any release near the end, a client's own or the cleanup's,
-// hands it the name a moment later. So every look waits cleanupPause first,
-// and the cleanup ends when two looks in a row find nothing
-// (TestRunCleanupStragglers), after cleanupPasses looks at most.
+// (a hot call's wait ends with the step, by its Wait: workload.go), unless
+// the step's grace runs out. A call whose answer the grace cut off may
+// still have been granted: a look under the step's prefix finds such
+// leases, and the holder that has one gets it back (takeBack).
 func (s *settings) releaseLeft(ctx context.Context, base string, clients int, stats []*clientStats) int64 {
 	failed := s.releaseGrants(ctx, clients, stats)
-	empty := 0
-	for pass := range cleanupPasses {
-		select {
-		case <-ctx.Done():
-			return failed + 1
-		case <-time.After(cleanupPause):
-		}
-		left, err := lease.ListAll(ctx, s.store, base)
-		if err != nil {
-			return failed + 1
-		}
-		if len(left) == 0 {
-			if empty++; empty == 2 {
-				return failed
-			}
-			continue
-		}
-		empty = 0
-		if pass == cleanupPasses-1 {
-			return failed + int64(len(left))
-		}
-		for _, info := range left {
-			s.takeBack(ctx, info.Name, stats)
+	left, err := lease.ListAll(ctx, s.store, base)
+	if err != nil {
+		return failed + 1
+	}
+	for _, info := range left {
+		if !s.takeBack(ctx, info.Name, stats) {
+			failed++
 		}
 	}
 	return failed
 }
 
 // takeBack releases the lease on name if one of the step's clients holds
-// it: that holder's re-acquire returns its own grant. Whether it worked,
-// the next look of releaseLeft tells.
-func (s *settings) takeBack(ctx context.Context, name string, stats []*clientStats) {
+// it (that holder's re-acquire returns its own grant), and reports whether
+// it did.
+func (s *settings) takeBack(ctx context.Context, name string, stats []*clientStats) bool {
 	for _, cs := range stats {
 		g, err := s.store.Acquire(ctx, lease.AcquireRequest{Name: name, Holder: cs.holder, Owner: DefaultOwner, TTL: s.ttl})
 		if err == nil {
-			s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) //nolint:errcheck // the next look counts what is left
-			return
+			return s.store.Release(ctx, lease.ReleaseRequest{Name: g.Name, Holder: g.Holder, Token: g.Token}) == nil
 		}
 	}
+	return false
 }
-
-// cleanupPasses bounds releaseLeft's looks, each cleanupPause after the
-// one before (1 s in all at most; 100 ms when nothing is left).
-const (
-	cleanupPasses = 20
-	cleanupPause  = 50 * time.Millisecond
-)
 
 // releaseGrants releases the grants the clients remembered and returns how
 // many releases failed.

@@ -297,16 +297,17 @@ func (l lagging) Acquire(ctx context.Context, req lease.AcquireRequest) (lease.G
 	}
 }
 
-// TestRunCleanupStragglers: the hot workload's waiting calls may go on
-// where the store runs after their caller stopped listening (a server that
-// has not yet seen its client gone), or reach it late (queued on the way to
-// a busy server); the cleanup still leaves nothing.
-//   - lag: a single look, as two rounds ago, left such a grant (TestBenchServer
-//     failed on it in CI); the cleanup's repeated looks fixed that.
-//   - late arrival: the calls reach the store 300 ms after they were made.
-//     When the step's end cut them off, they were granted after the
-//     cleanup's last look (every run of the old code); now the step lets
-//     them end by their Wait, answered, and releases what they were granted.
+// TestRunCleanupStragglers: a waiting call that its caller stops
+// listening to may go on where the store runs (a server that has not yet
+// seen its client gone) and be granted the name after the cleanup looked: a
+// lease nobody releases (TestBenchServer failed on it in CI). The hot step
+// therefore never cuts its calls off: each ends by its Wait, answered, and
+// what it was granted is released. Two ways a store keeps such a call:
+//   - lag: it goes on 200 ms after its caller gave up; when the step's end
+//     cut the calls off, about 40 % of the steps left a lease;
+//   - late arrival: it reaches the store 300 ms after it was made (queued on
+//     the way to a busy server); cut off, every run left one, even with a
+//     cleanup that looked again for a second.
 func TestRunCleanupStragglers(t *testing.T) {
 	for _, c := range []struct {
 		name string
