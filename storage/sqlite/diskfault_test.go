@@ -135,13 +135,10 @@ func TestFailedSyncLight(t *testing.T) {
 				waitInLine(t, s, "w", 1)
 				ffs.FailSync(syscall.EIO)
 			} else {
-				// The writer is held after a batch of its own, so the call's
-				// first try (light: the name looks held) runs only after the
-				// lease expired.
-				held, resume := holdOnce(s, "answering")
+				// The writer is held, so the call's first try (light: the
+				// name looks held) runs only after the lease expired.
+				resume := holdWriter(s)
 				defer resume()
-				go s.Release(ctx, lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1}) // a batch to hold the writer after
-				<-held
 				go wait()
 				waitQueued(t, s, 1)
 				time.Sleep(time.Until(first.Expires) + 100*time.Millisecond)

@@ -273,6 +273,16 @@ func flush(t *testing.T, s *sqlite.Store) {
 	}
 }
 
+// holdWriter holds s's writer after a batch of its own (a flush, answered
+// once resume is called) and returns when it is held: the operations
+// queued until resume go into the writer's next batch together.
+func holdWriter(s *sqlite.Store) (resume func()) {
+	held, resume := holdOnce(s, "answering")
+	go s.Release(context.Background(), lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1}) //nolint:errcheck // lease.ErrLost: a batch to hold the writer after
+	<-held
+	return resume
+}
+
 // holdOnce holds s's writer the next time it reaches point (hooks.go):
 // held is closed once it is there, and it stays until resume is called.
 func holdOnce(s *sqlite.Store, point string) (held <-chan struct{}, resume func()) {
@@ -314,12 +324,9 @@ func TestHandOverRolledBack(t *testing.T) {
 	if err := sqlite.ExecWriter(s, fmt.Sprintf("PRAGMA max_page_count = %d", pages+8)); err != nil {
 		t.Fatal(err)
 	}
-	// The release and the put ride in one batch: the writer is held after
-	// a batch of its own until both are queued.
-	at, resume := holdOnce(s, "answering")
+	// The release and the put ride in one batch.
+	resume := holdWriter(s)
 	defer resume()
-	go s.Release(ctx, lease.ReleaseRequest{Name: "flush", Holder: "nobody", Token: 1})
-	<-at
 	released, put := make(chan error, 1), make(chan error, 1)
 	go func() { released <- s.Release(ctx, lease.ReleaseRequest{Name: "x", Holder: "a", Token: a.Token}) }()
 	waitQueued(t, s, 1)
