@@ -110,7 +110,7 @@ func (b *batch) finish(light bool) error {
 			// Committed, perhaps not durable: the outcome is in doubt, the
 			// batch must not run again, and the store fails closed, as
 			// after any failed sync.
-			return fmt.Errorf("%w: %v", errCommit, b.s.fail(err))
+			return fmt.Errorf("%w: %w", errCommit, b.s.fail(err))
 		}
 	}
 	w.hook("after-commit")

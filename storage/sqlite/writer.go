@@ -310,24 +310,22 @@ func (s *Store) runBatch(batch []*op) {
 }
 
 // batchFailed returns what the callers of a batch that failed with err are
-// told. An I/O error or corruption makes the store fail closed (isFatal), as
-// does a light batch's failed sync after its COMMIT (finish). When COMMIT
-// itself ran (errCommit) what the batch wrote may be on disk: its callers'
-// error matches lease.ErrUnknown too. Any other error rolled the batch back.
+// told. An I/O error or corruption makes the store fail closed (isFatal); a
+// light batch whose sync failed after its COMMIT has failed it already and
+// carries its *FailedError (finish). When COMMIT itself ran (errCommit)
+// what the batch wrote may be on disk: its callers' error matches
+// lease.ErrUnknown too. Any other error rolled the batch back.
 func (s *Store) batchFailed(err error) error {
-	var failed error
+	var failed *FailedError
 	if isFatal(err) {
 		failed = s.fail(err)
-	} else if f := s.failure.Load(); f != nil && errors.Is(err, errCommit) {
-		failed = f // the light batch's sync (finish) failed the store
+	} else if !errors.As(err, &failed) {
+		return unavailable("batch rolled back, nothing written", err)
 	}
-	switch {
-	case failed != nil && errors.Is(err, errCommit):
+	if errors.Is(err, errCommit) {
 		return storekit.Unknown(failed)
-	case failed != nil:
-		return failed
 	}
-	return unavailable("batch rolled back, nothing written", err)
+	return failed
 }
 
 // A busy file is waited for on the Go side. SQLite's own busy handler
