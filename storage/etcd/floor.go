@@ -8,6 +8,7 @@ import (
 
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -90,11 +91,14 @@ func (s *Store) sawFloor(kv *mvccpb.KeyValue) (floorState, error) {
 	return s.floor.state, nil
 }
 
-// floorUnchanged is the comparison a grant makes: the floor key is still
-// the one f was read from.
-func (s *Store) floorUnchanged(f floorState) clientv3.Cmp {
-	return clientv3.Compare(clientv3.ModRevision(s.keys.floor()), "=", f.rev)
+// floorCmp is the comparison a grant makes: the floor key is still the one
+// f was read from.
+func (s *Store) floorCmp(f floorState) *pb.Compare {
+	return cmpMod(s.keys.floor(), pb.Compare_EQUAL, f.rev)
 }
+
+// floorUnchanged is floorCmp for clientv3's Txn builder.
+func (s *Store) floorUnchanged(f floorState) clientv3.Cmp { return clientv3.FromCompare(s.floorCmp(f)) }
 
 // floorFrom remembers the floor key read by the last operation of a
 // transaction's response (the Else branch of a grant or a fenced write

@@ -2,14 +2,17 @@ package etcd
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -56,12 +59,12 @@ type eventRecord struct {
 	By     string `json:"b,omitempty"`
 }
 
-// eventOp returns the put of one event into the history, or nil with the
-// history off. e.Token zero means "this transaction's revision plus
-// offset".
-func (s *Store) eventOp(e lease.Event, offset int64) []clientv3.Op {
+// event returns the key and value of one event in the history; ok is false
+// with the history off. e.Token zero means "this transaction's revision
+// plus offset".
+func (s *Store) event(e lease.Event, offset int64) (key, value string, ok bool) {
 	if s.cfg.historyMax == 0 {
-		return nil
+		return "", "", false
 	}
 	now := time.Now()
 	if e.Time.IsZero() {
@@ -72,10 +75,43 @@ func (s *Store) eventOp(e lease.Event, offset int64) []clientv3.Op {
 	if err != nil {
 		panic(err) // plain fields: cannot fail
 	}
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	key := fmt.Sprintf("%s%020d.%s", s.keys.history(), now.UnixNano(), hex.EncodeToString(r[:]))
-	return []clientv3.Op{clientv3.OpPut(key, string(b))}
+	// TIME.RAND: RAND keeps two events of the same nanosecond apart; it
+	// needs to be unlikely to repeat, not unpredictable.
+	base := s.keys.history()
+	k := make([]byte, 0, len(base)+29)
+	k = append(k, base...)
+	k = appendPadded(k, now.UnixNano(), 20)
+	k = append(k, '.')
+	k = hex.AppendEncode(k, binary.BigEndian.AppendUint32(nil, rand.Uint32()))
+	return string(k), string(b), true
+}
+
+// appendPadded appends n (not negative) in decimal, zero-padded to width
+// digits, as fmt's %0*d does.
+func appendPadded(b []byte, n int64, width int) []byte {
+	d := strconv.AppendInt(nil, n, 10)
+	for range width - len(d) {
+		b = append(b, '0')
+	}
+	return append(b, d...)
+}
+
+// eventOp is the put of one event for clientv3's Txn builder, or nil with
+// the history off.
+func (s *Store) eventOp(e lease.Event, offset int64) []clientv3.Op {
+	if k, v, ok := s.event(e, offset); ok {
+		return []clientv3.Op{clientv3.OpPut(k, v)}
+	}
+	return nil
+}
+
+// eventPut is the put of one event on the wire (txn.go), or nil with the
+// history off.
+func (s *Store) eventPut(e lease.Event, offset int64) []*pb.RequestOp {
+	if k, v, ok := s.event(e, offset); ok {
+		return []*pb.RequestOp{opPut(k, v)}
+	}
+	return nil
 }
 
 // decodeEvent reads an event key.

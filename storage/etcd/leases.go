@@ -10,6 +10,7 @@ import (
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/storekit"
 	"github.com/picketlock/picket/token"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -140,14 +141,15 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		Offset:    f.Offset,
 	}
 	k, qp := s.keys.lease(name), s.keys.queue(name)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0), s.floorUnchanged(f)}
-	els := []clientv3.Op{clientv3.OpGet(k)}
+	t := txn{ // txn.go
+		cmps: []*pb.Compare{cmpCreate(k, pb.Compare_EQUAL, 0), s.floorCmp(f)},
+		els:  []*pb.RequestOp{opGet(k)},
+	}
 	var enqueue clientv3.LeaseID
 	switch {
 	case q == nil:
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
-		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)))
+		t.cmps = append(t.cmps, overPrefix(cmpCreate(qp, pb.Compare_EQUAL, 0)))
+		t.els = append(t.els, queueRange(qp, pb.RangeRequest_ASCEND, 0))
 	case q.rev == 0:
 		// Not queued yet (or no longer): granted if nobody is queued,
 		// else queued in the same transaction, behind the newest waiter.
@@ -157,42 +159,40 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		}
 		enqueue = id
 		q.put = true
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(qp), "=", 0).WithPrefix())
-		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),
-			clientv3.OpPut(q.key, req.Owner, clientv3.WithLease(id)))
+		t.cmps = append(t.cmps, overPrefix(cmpCreate(qp, pb.Compare_EQUAL, 0)))
+		t.els = append(t.els, queueRange(qp, pb.RangeRequest_DESCEND, 0),
+			&pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{
+				Key: []byte(q.key), Value: []byte(req.Owner), Lease: int64(id)}}})
 	default:
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.CreateRevision(qp), ">", q.rev-1).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(q.key), "=", q.rev))
-		els = append(els, clientv3.OpGet(qp, clientv3.WithPrefix(), clientv3.WithLimit(1),
-			clientv3.WithMaxCreateRev(q.rev-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend)),
-			clientv3.OpGet(q.key, clientv3.WithKeysOnly()))
+		t.cmps = append(t.cmps,
+			overPrefix(cmpCreate(qp, pb.Compare_GREATER, q.rev-1)),
+			cmpCreate(q.key, pb.Compare_EQUAL, q.rev))
+		t.els = append(t.els, queueRange(qp, pb.RangeRequest_DESCEND, q.rev-1),
+			opRange(&pb.RangeRequest{Key: []byte(q.key), KeysOnly: true}))
 	}
 	// A waiter's queue key stays while it holds the lease (its release
 	// deletes it): the waiter behind, which watches it, wakes at the
 	// release, not at this grant.
-	then := []clientv3.Op{clientv3.OpPut(k, encodeLease(req.Holder, rec))}
-	then = append(then, s.eventOp(lease.Event{Kind: lease.EventGrant, Name: name, Owner: req.Owner}, f.Offset)...) // history.go
+	t.then = []*pb.RequestOp{opPut(k, encodeLease(req.Holder, rec))}
+	t.then = append(t.then, s.eventPut(lease.Event{Kind: lease.EventGrant, Name: name, Owner: req.Owner}, f.Offset)...) // history.go
 	// Last, so that floorFrom finds it: the floor key, read when a raised
 	// floor failed the comparison.
-	els = append(els, clientv3.OpGet(s.keys.floor()))
+	t.els = append(t.els, opGet(s.keys.floor()))
 
 	// An acquire that does not wait reads what blocks it only when its
 	// comparison failed (read below): its transaction carries no Else
 	// branch, whose bytes would go through raft with every grant. A
 	// waiter's Else queues it: it stays in the transaction.
-	txn := s.client.Txn
 	rctx, cancel := s.rpc(ctx)
 	var resp *clientv3.TxnResponse
 	var err error
 	granted := false
 	if q == nil {
-		resp, err = txn(rctx).If(cmps...).Then(then...).Commit()
+		resp, err = s.commit(rctx, txn{cmps: t.cmps, then: t.then})
 		granted = err == nil && resp.Succeeded
 		if err == nil && !granted {
 			// A read only: its revision is the one the blocker was seen at.
-			rr, rerr := txn(rctx).Then(els...).Commit()
+			rr, rerr := s.commit(rctx, txn{then: t.els})
 			if rerr != nil {
 				cancel()
 				return lease.Grant{}, nil, false, failed(ctx, "acquire", name, false, rerr)
@@ -200,7 +200,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 			resp = rr
 		}
 	} else {
-		resp, err = txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
+		resp, err = s.commit(rctx, t)
 		granted = err == nil && resp.Succeeded
 	}
 	cancel()
@@ -336,19 +336,19 @@ func (s *Store) observe(ctx context.Context, name string, kv *mvccpb.KeyValue, h
 // with the holder's queue key if it came through the queue.
 func (s *Store) expire(ctx context.Context, name string, kv *mvccpb.KeyValue, h string, r record, expired bool) error {
 	k := string(kv.Key)
-	then := []clientv3.Op{clientv3.OpDelete(k)}
+	then := []*pb.RequestOp{opDelete(k)}
 	if !expired {
 		if r.LockDelay > 0 {
 			dr := delayRecord{Owner: r.Owner, LockDelay: r.LockDelay,
 				FreeAt: time.Now().Add(time.Duration(r.LockDelay) * time.Millisecond).UnixNano()}
-			then = []clientv3.Op{clientv3.OpPut(k, encodeDelay(dr))}
+			then = []*pb.RequestOp{opPut(k, encodeDelay(dr))}
 		}
-		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
-		then = append(then, s.eventOp(lease.Event{Kind: lease.EventExpire, Name: name, Token: keyToken(kv), Owner: r.Owner,
+		then = append(then, opDeletePrefix(s.keys.queue(name)+h))
+		then = append(then, s.eventPut(lease.Event{Kind: lease.EventExpire, Name: name, Token: keyToken(kv), Owner: r.Owner,
 			Time: time.Unix(0, r.Expires)}, 0)...) // history.go
 	}
 	rctx, cancel := s.rpc(ctx)
-	_, err := s.client.Txn(rctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).Then(then...).Commit()
+	_, err := s.commit(rctx, txn{cmps: []*pb.Compare{cmpMod(k, pb.Compare_EQUAL, kv.ModRevision)}, then: then}) // txn.go
 	cancel()
 	if err != nil {
 		return failed(ctx, "acquire", name, true, err)
@@ -445,9 +445,8 @@ func (s *Store) renewKV(ctx context.Context, op, name, holder string, kv *mvccpb
 	r.Expires = expiresAt(sent, r.ttl())
 	k := string(kv.Key)
 	rctx, cancel := s.rpc(ctx)
-	resp, err := s.client.Txn(rctx).If(
-		clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision),
-	).Then(clientv3.OpPut(k, encodeLease(holder, r))).Commit()
+	resp, err := s.commit(rctx, txn{cmps: []*pb.Compare{cmpMod(k, pb.Compare_EQUAL, kv.ModRevision)},
+		then: []*pb.RequestOp{opPut(k, encodeLease(holder, r))}}) // txn.go
 	cancel()
 	if err != nil {
 		return lease.Grant{}, failed(ctx, op, name, true, err)
@@ -484,20 +483,20 @@ func (s *Store) Release(ctx context.Context, req lease.ReleaseRequest) error {
 	k := s.keys.lease(name)
 	h := holderHash(holder)
 	rev := s.revisionOf(tok) // floor.go
-	then := []clientv3.Op{clientv3.OpDelete(k)}
+	then := []*pb.RequestOp{opDelete(k)}
 	note, known := s.grants.take(k, tok) // grants.go
 	if !known || note.queued {
-		then = append(then, clientv3.OpDelete(s.keys.queue(name)+h, clientv3.WithPrefix()))
+		then = append(then, opDeletePrefix(s.keys.queue(name)+h))
 	}
 	// The owner is not known without a read: History fills it in from the grant.
-	then = append(then, s.eventOp(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok}, 0)...) // history.go
+	then = append(then, s.eventPut(lease.Event{Kind: lease.EventRelease, Name: name, Token: tok}, 0)...) // history.go
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
-		resp, err := s.client.Txn(rctx).If(
-			clientv3.Compare(clientv3.CreateRevision(k), "=", rev),
-			clientv3.Compare(clientv3.Value(k), ">", h),
-			clientv3.Compare(clientv3.Value(k), "<", h+hashEnd),
-		).Then(then...).Commit()
+		resp, err := s.commit(rctx, txn{cmps: []*pb.Compare{ // txn.go
+			cmpCreate(k, pb.Compare_EQUAL, rev),
+			cmpValue(k, pb.Compare_GREATER, h),
+			cmpValue(k, pb.Compare_LESS, h+hashEnd),
+		}, then: then})
 		cancel()
 		if err != nil {
 			return failed(ctx, "release", name, true, err)

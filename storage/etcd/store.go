@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/picketlock/picket/lease"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -20,6 +21,7 @@ import (
 type Store struct {
 	cfg    config
 	client *clientv3.Client
+	kv     pb.KVClient // the grant path's transactions (txn.go)
 	keys   keys
 
 	seen    sightings     // observe.go
@@ -84,6 +86,7 @@ func Open(endpoints []string, opts ...Option) (*Store, error) {
 	s := &Store{
 		cfg:     cfg,
 		client:  client,
+		kv:      clientv3.RetryKVClient(client),
 		keys:    keys{prefix: cfg.prefix + "/"},
 		boot:    lease.SuspendClock(),
 		id:      storeID(),
