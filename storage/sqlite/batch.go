@@ -41,6 +41,12 @@ type batch struct {
 
 	events   []event // the history's events, written before COMMIT (history.go)
 	recorded int     // how many were written
+
+	// join, when set, returns the ops given with those that have arrived
+	// since appended (writer.go: joinBatch); epoch is the clock epoch the
+	// batch began in.
+	join  func([]*op) []*op
+	epoch string
 }
 
 // start reads the batch's head in one statement, right after BEGIN: the

@@ -22,8 +22,12 @@ import (
 // BEGIN and the batch's head (open), the ops (applyAll), what it writes
 // once before COMMIT and COMMIT itself (finish), and, once committed, the
 // news for the rest of the Store (committed).
-func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result, err error) {
+//
+// A batch that is not light takes in the ops that arrive while it runs
+// (join: writer.go's joinBatch, or nil), appended to *opsp.
+func (s *Store) execBatch(opsp *[]*op, handed *[]*op, join func([]*op) []*op) (results, handedRes []result, err error) {
 	ctx := context.Background()
+	ops := *opsp
 	light := lightBatch(ops) // queue.go
 	if light {
 		if err := s.setSync(ctx, "NORMAL"); err != nil {
@@ -48,7 +52,12 @@ func (s *Store) execBatch(ops []*op, handed *[]*op) (results, handedRes []result
 	if err != nil {
 		return nil, nil, err
 	}
-	if results, err = b.applyAll(ops); err != nil {
+	if !light {
+		b.join, b.epoch = join, epoch
+	}
+	ops, results, err = b.applyAll(ops)
+	*opsp = ops
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := b.finish(light); err != nil {
@@ -70,20 +79,37 @@ func (b *batch) open() (string, error) {
 	return epoch, b.forget()
 }
 
-// applyAll applies each op in turn; an SQL error ends the batch.
-func (b *batch) applyAll(ops []*op) ([]result, error) {
-	results := make([]result, len(ops))
-	for i, o := range ops {
-		var err error
-		if results[i], err = b.apply(o); err != nil {
-			return nil, err
+// applyAll applies each op in turn; an SQL error ends the batch. Once it
+// has applied them all, a batch that takes in late ops (b.join) appends
+// those that arrived meanwhile and applies them too, with the store's clock
+// read again: an op sent after the batch read it must not have its lease
+// counted from an earlier moment than its caller counts it. It returns ops
+// with what joined.
+func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
+	results := make([]result, 0, len(ops))
+	for i := 0; i < len(ops); i++ {
+		o := ops[i]
+		r, err := b.apply(o)
+		if err != nil {
+			return ops, nil, err
 		}
-		if o.parked != nil && !errors.Is(results[i].err, lease.ErrHeld) {
+		results = append(results, r)
+		if o.parked != nil && !errors.Is(r.err, lease.ErrHeld) {
 			// The call is answered by this try: one call, one effect.
 			o.parked.state.CompareAndSwap(opPending, opAbandoned)
 		}
+		if i == len(ops)-1 && b.join != nil && b.s.clock.Epoch() == b.epoch {
+			// (A clock whose epoch changed since the batch began, which
+			// only a test's clock can do, takes nobody in: the batch's
+			// deadlines are in the epoch it began in.)
+			b.s.w.hook("join")
+			if more := b.join(ops); len(more) > len(ops) {
+				ops = more
+				b.now, b.wall = b.s.clock.Now(), b.s.clock.Wall()
+			}
+		}
 	}
-	return results, nil
+	return ops, results, nil
 }
 
 // finish writes what the batch writes once (the token counter, if it
