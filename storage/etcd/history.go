@@ -77,19 +77,19 @@ func (s *Store) event(e lease.Event, offset int64) (key, value string, ok bool) 
 	}
 	// TIME.RAND: RAND keeps two events of the same nanosecond apart; it
 	// needs to be unlikely to repeat, not unpredictable.
-	base := s.keys.history()
-	k := make([]byte, 0, len(base)+29)
-	k = append(k, base...)
-	k = appendPadded(k, now.UnixNano(), 20)
-	k = append(k, '.')
-	k = hex.AppendEncode(k, binary.BigEndian.AppendUint32(nil, rand.Uint32()))
+	var r [4]byte
+	binary.BigEndian.PutUint32(r[:], rand.Uint32())
+	k := hex.AppendEncode(append(s.keys.historyAt(now.UnixNano()), '.'), r[:])
 	return string(k), string(b), true
 }
 
-// appendPadded appends n (not negative) in decimal, zero-padded to width
-// digits, as fmt's %0*d does.
-func appendPadded(b []byte, n int64, width int) []byte {
-	d := strconv.AppendInt(nil, n, 10)
+// historyAt is the start of the name of an event key written at ns (Unix
+// nanoseconds): <prefix>/history/ and ns in 20 digits, so that the keys
+// sort by time (History's Since, the prune by age).
+func (k keys) historyAt(ns int64) []byte {
+	const width = 20
+	b := append(make([]byte, 0, len(k.prefix)+len("history/")+width+9), k.history()...)
+	d := strconv.AppendInt(nil, ns, 10)
 	for range width - len(d) {
 		b = append(b, '0')
 	}
@@ -148,7 +148,7 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 	from := base
 	if !req.Since.IsZero() && req.Since.UnixNano() > 0 {
 		// An event's key is named after its write, never before its time.
-		from = fmt.Sprintf("%s%020d", base, req.Since.UnixNano())
+		from = string(s.keys.historyAt(req.Since.UnixNano()))
 	}
 	limit := req.PageLimit()
 	page := lease.HistoryPage{Events: []lease.Event{}}
@@ -197,7 +197,7 @@ func (s *Store) History(ctx context.Context, req lease.HistoryRequest) (lease.Hi
 func (s *Store) pruneHistory(ctx context.Context) {
 	base := s.keys.history()
 	if age := s.cfg.historyAge; age > 0 {
-		cut := fmt.Sprintf("%s%020d", base, time.Now().Add(-age).UnixNano())
+		cut := string(s.keys.historyAt(time.Now().Add(-age).UnixNano()))
 		_, _ = s.client.Delete(ctx, base, clientv3.WithRange(cut))
 	}
 	if max := int64(s.cfg.historyMax); max > 0 {

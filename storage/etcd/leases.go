@@ -160,9 +160,7 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		enqueue = id
 		q.put = true
 		t.cmps = append(t.cmps, overPrefix(cmpCreate(qp, pb.Compare_EQUAL, 0)))
-		t.els = append(t.els, queueRange(qp, pb.RangeRequest_DESCEND, 0),
-			&pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{
-				Key: []byte(q.key), Value: []byte(req.Owner), Lease: int64(id)}}})
+		t.els = append(t.els, queueRange(qp, pb.RangeRequest_DESCEND, 0), opPutOn(q.key, req.Owner, id))
 	default:
 		t.cmps = append(t.cmps,
 			overPrefix(cmpCreate(qp, pb.Compare_GREATER, q.rev-1)),

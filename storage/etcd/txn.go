@@ -63,8 +63,11 @@ func overPrefix(c *pb.Compare) *pb.Compare {
 
 // The operations.
 
-func opPut(key, value string) *pb.RequestOp {
-	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: []byte(value)}}}
+func opPut(key, value string) *pb.RequestOp { return opPutOn(key, value, clientv3.NoLease) }
+
+// opPutOn puts key on the etcd lease id.
+func opPutOn(key, value string, id clientv3.LeaseID) *pb.RequestOp {
+	return &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: []byte(value), Lease: int64(id)}}}
 }
 
 func opDelete(key string) *pb.RequestOp {
