@@ -102,7 +102,7 @@ func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
 			// (A clock whose epoch changed since the batch began, which
 			// only a test's clock can do, takes nobody in: the batch's
 			// deadlines are in the epoch it began in.)
-			b.s.w.hook("join")
+			b.s.w.hook("take-in")
 			if more := b.join(ops); len(more) > len(ops) {
 				ops = more
 				b.now, b.wall = b.s.clock.Now(), b.s.clock.Wall()

@@ -3,7 +3,7 @@ package sqlite
 // testHook is nil in production. Tests set it (in export_test.go, before
 // any Store opens) to act at named points of the writer goroutine's work:
 //
-//	"join":          a batch that takes in late ops applied those it has
+//	"take-in":       a batch that takes in late ops applied those it has
 //	                 and is about to look for more (writer.go: joinBatch);
 //	"before-commit": a batch's statements ran, COMMIT is about to be sent;
 //	"after-commit":  COMMIT returned, no caller of the batch answered yet;

@@ -2,8 +2,12 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
@@ -31,7 +35,7 @@ func TestJoinedOpClock(t *testing.T) {
 	ctx := ctxT(t)
 	const ttl = 30 * time.Second
 
-	held, resume := holdOnce(s, "join")
+	held, resume := holdOnce(s, "take-in")
 	defer resume()
 	first := make(chan error, 1)
 	go func() {
@@ -66,5 +70,57 @@ func TestJoinedOpClock(t *testing.T) {
 	}
 	if left := info.Expires.Sub(clk.Wall()); left < 5*time.Second {
 		t.Errorf("second expires in %v, want at least 5s", left)
+	}
+}
+
+// TestJoinedOpRefusedWhileLow: a store low on space (restarted on a full
+// disk, as in TestDiskFullRestart) serves releases only. A grant that
+// arrives while a release's batch runs and joins it (writer.go: joinBatch)
+// is refused as unavailable like one that starts a batch, never granted in
+// the space the release's batch was given. The release's batch is held
+// where it takes in late ops until the acquire is queued.
+func TestJoinedOpRefusedWhileLow(t *testing.T) {
+	requireRoot(t, "a tmpfs mount")
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	path := filepath.Join(dir, "picket.db")
+	ctx := ctxT(t)
+
+	s := mustOpenPath(t, path)
+	held := acquire(t, s, "held", "holder", time.Hour)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fillDisk(t, filepath.Join(dir, "other-program.tmp"), 44<<10)
+	s = mustOpenPath(t, path)
+	if err := s.Health(ctx); !errors.Is(err, lease.ErrUnavailable) {
+		t.Fatalf("Health on the full disk = %v; want unavailable (low on space)", err)
+	}
+
+	at, resume := holdOnce(s, "take-in")
+	defer resume()
+	released := make(chan error, 1)
+	go func() {
+		released <- s.Release(ctx, lease.ReleaseRequest{Name: held.Name, Holder: "holder", Token: held.Token})
+	}()
+	<-at
+	granted := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, lease.AcquireRequest{Name: "new", Holder: "h2", TTL: time.Minute})
+		granted <- err
+	}()
+	waitQueued(t, s, 1)
+	resume()
+	if err := <-released; err != nil {
+		t.Fatalf("the holder's release on the full disk: %v", err)
+	}
+	if err := <-granted; !errors.Is(err, lease.ErrUnavailable) || errors.Is(err, lease.ErrHeld) {
+		t.Errorf("an acquire that joined a release's batch on the full disk: %v; want unavailable", err)
+	}
+	if info, err := s.Get(ctx, "new"); !errors.Is(err, lease.ErrNotFound) {
+		t.Errorf("Get(new) = %+v, %v; want not found (nothing granted while low)", info, err)
 	}
 }
