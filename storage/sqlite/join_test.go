@@ -3,11 +3,8 @@ package sqlite_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
@@ -80,22 +77,9 @@ func TestJoinedOpClock(t *testing.T) {
 // the space the release's batch was given. The release's batch is held
 // where it takes in late ops until the acquire is queued.
 func TestJoinedOpRefusedWhileLow(t *testing.T) {
-	requireRoot(t, "a tmpfs mount")
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	path := filepath.Join(dir, "picket.db")
+	path, held, _ := fullDiskAfterGrant(t) // reserve_test.go
 	ctx := ctxT(t)
-
 	s := mustOpenPath(t, path)
-	held := acquire(t, s, "held", "holder", time.Hour)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fillDisk(t, filepath.Join(dir, "other-program.tmp"), 44<<10)
-	s = mustOpenPath(t, path)
 	if err := s.Health(ctx); !errors.Is(err, lease.ErrUnavailable) {
 		t.Fatalf("Health on the full disk = %v; want unavailable (low on space)", err)
 	}

@@ -40,6 +40,29 @@ func fillDisk(t *testing.T, path string, leave int64) {
 	}
 }
 
+// fullDiskAfterGrant makes a store's file on a real tmpfs of 8 MB, grants
+// "held" (holder "holder", an hour) in it, closes it, and fills the file
+// system with another file (other) to 44 KB from full: room for SQLite's
+// -shm and a commit or two. A store opened on path then starts low on space.
+func fullDiskAfterGrant(t *testing.T) (path string, held lease.Grant, other string) {
+	t.Helper()
+	requireRoot(t, "a tmpfs mount")
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	path = filepath.Join(dir, "picket.db")
+	s := mustOpenPath(t, path)
+	held = acquire(t, s, "held", "holder", time.Hour)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other = filepath.Join(dir, "other-program.tmp")
+	fillDisk(t, other, 44<<10)
+	return path, held, other
+}
+
 // TestDiskFullRestart: a store restarted on a full disk (a real tmpfs of 8
 // MB, filled by another file to 44 KB from full: room for SQLite's -shm and
 // a commit or two) opens unhealthy, saying disk full, refuses a new grant
@@ -52,25 +75,11 @@ func fillDisk(t *testing.T, path string, leave int64) {
 // full" — nothing could be released until an operator freed space. Control: the mutant no-reserve (the old rules: no reserve, no
 // space measured at Open).
 func TestDiskFullRestart(t *testing.T) {
-	requireRoot(t, "a tmpfs mount")
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	path := filepath.Join(dir, "picket.db")
+	path, held, other := fullDiskAfterGrant(t)
 	ctx := ctxT(t)
 
-	s := mustOpenPath(t, path)
-	held := acquire(t, s, "held", "holder", time.Hour)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(dir, "other-program.tmp")
-	fillDisk(t, other, 44<<10)
-
 	logs := &logRecorder{}
-	s = mustOpenPath(t, path, sqlite.WithLogger(logs))
+	s := mustOpenPath(t, path, sqlite.WithLogger(logs))
 	err := s.Health(ctx)
 	t.Logf("Health after a restart on the full disk: %v", err)
 	if !errors.Is(err, lease.ErrUnavailable) || !strings.Contains(err.Error(), "disk full") {
