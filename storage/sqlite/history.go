@@ -166,26 +166,28 @@ func (b *batch) writeHistory() error {
 	for _, e := range b.events {
 		at = max(at, e.at)
 	}
-	buf, n := b.s.w.h.buf[:0], 0
+	var c rowCoder
+	buf, n := c.start(b.s.w.h.buf[:0], at), 0
 	flush := func() error {
 		if _, err := b.s.w.h.add.ExecContext(b.ctx, at, n, buf); err != nil {
 			return fmt.Errorf("write %d events of history: %w", n, err)
 		}
-		buf, n = buf[:0], 0
+		buf, n = c.start(buf[:0], at), 0
 		return nil
 	}
 	for _, e := range b.events {
 		start := len(buf)
-		buf = appendEvent(buf, at, e)
+		buf = c.appendEvent(buf, e)
 		if n > 0 && (len(buf) > rowBytes || n == rowEvents) {
 			// The row stays within a page: a longer one spills into
-			// overflow pages, which cost far more than another row.
-			enc := append([]byte(nil), buf[start:]...)
+			// overflow pages, which cost far more than another row. The
+			// event begins the next row, encoded again: its encoding
+			// depends on the event before it in its row.
 			buf = buf[:start]
 			if err := flush(); err != nil {
 				return err
 			}
-			buf = append(buf, enc...)
+			buf = c.appendEvent(buf, e)
 		}
 		n++
 	}

@@ -9,14 +9,48 @@ import (
 	"github.com/picketlock/picket/token"
 )
 
-// The encoding of a history row's events: for each, in order,
+// The encoding of a history row's events. Since schema version 8 a row
+// (format 2) is one or more segments, each a batch's events (or a part of
+// them), and a segment is:
 //
-//	varint   the event's time less the row's at, in nanoseconds (zero or less)
-//	byte     the kind (kindCodes)
-//	uvarint  the token
-//	4 × (uvarint length, bytes)   name, owner, reason, revoked by
+//	byte     rowFormat2
+//	varint   its base: the time of its latest event, Unix nanoseconds
+//
+// and then, for each of its events in order:
+//
+//	varint   the event's time less the base, in nanoseconds (zero or less)
+//	byte     the kind (kindCodes) in the low four bits; flags above them:
+//	         flagNoOwner (the owner is empty), flagSameOwner (it is the
+//	         last non-empty owner of the segment), flagNoReason (the reason
+//	         and revoked-by are both empty)
+//	varint   the token less the previous event's (the first: less zero)
+//	uvarint  how many bytes the name shares with the previous event's name
+//	uvarint  length, bytes: the rest of the name
+//	         the owner unless flagged: uvarint length, bytes
+//	         the reason and revoked-by unless flagged: uvarint length, bytes each
+//
+// A batch's events share its time, their names usually share a prefix and
+// their tokens are near each other: about 8 bytes an event where format 1
+// took about 50, so that a batch's row rarely needs a page of its own, and
+// each commit writes fewer pages to the -wal (docs/performance.md). A
+// segment is whole by itself, so that segments can be joined into one row.
+// The row's at is its latest segment's base (no event of the row is later).
+//
+// Format 1 (schema versions 5 to 7, still read): for each event, its time
+// less the row's at (zero or less), a byte of kind, uvarint token, then
+// 4 × (uvarint length, bytes) for name, owner, reason and revoked-by. Its
+// first byte, a zigzag varint of zero or less, is 0x00 or odd: never
+// rowFormat2, and neither is the first byte of an event in format 2.
+const rowFormat2 = 0x02
 
-// kindCodes are the kinds' bytes; their order is the file format.
+const (
+	flagNoOwner   = 1 << 4
+	flagSameOwner = 1 << 5
+	flagNoReason  = 1 << 6
+	kindMask      = 0x0f
+)
+
+// kindCodes are the kinds' codes; their order is the file format.
 var kindCodes = [...]lease.EventKind{lease.EventGrant, lease.EventRelease, lease.EventExpire, lease.EventRevoke, lease.EventFenced}
 
 func kindCode(k lease.EventKind) byte {
@@ -28,53 +62,209 @@ func kindCode(k lease.EventKind) byte {
 	panic("sqlite: unknown event kind " + string(k))
 }
 
-// appendEvent appends e, of a row at at, to buf.
-func appendEvent(buf []byte, at int64, e event) []byte {
-	buf = binary.AppendVarint(buf, e.at-at)
-	buf = append(buf, kindCode(e.kind))
-	buf = binary.AppendUvarint(buf, uint64(e.tok))
-	for _, s := range [...]string{e.name, e.owner, e.reason, e.revokedBy} {
-		buf = binary.AppendUvarint(buf, uint64(len(s)))
-		buf = append(buf, s...)
+// rowCoder is what an event's encoding in a segment depends on: the
+// segment's base and the event before it.
+type rowCoder struct {
+	base  int64
+	tok   token.Token
+	name  string
+	owner string // the last non-empty owner
+}
+
+// start begins a segment in buf whose events are at base or earlier.
+func (c *rowCoder) start(buf []byte, base int64) []byte {
+	*c = rowCoder{base: base}
+	buf = append(buf, rowFormat2)
+	return binary.AppendVarint(buf, base)
+}
+
+// appendEvent appends e to buf, in the segment c started.
+func (c *rowCoder) appendEvent(buf []byte, e event) []byte {
+	buf = binary.AppendVarint(buf, e.at-c.base)
+	head := kindCode(e.kind)
+	switch {
+	case e.owner == "":
+		head |= flagNoOwner
+	case e.owner == c.owner:
+		head |= flagSameOwner
 	}
+	if e.reason == "" && e.revokedBy == "" {
+		head |= flagNoReason
+	}
+	buf = append(buf, head)
+	buf = binary.AppendVarint(buf, int64(e.tok)-int64(c.tok))
+	shared := commonPrefix(c.name, e.name)
+	buf = binary.AppendUvarint(buf, uint64(shared))
+	buf = appendString(buf, e.name[shared:])
+	if head&(flagNoOwner|flagSameOwner) == 0 {
+		buf = appendString(buf, e.owner)
+		c.owner = e.owner
+	}
+	if head&flagNoReason == 0 {
+		buf = appendString(buf, e.reason)
+		buf = appendString(buf, e.revokedBy)
+	}
+	c.tok, c.name = e.tok, e.name
 	return buf
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 var errBadEvents = errors.New("sqlite: a history row that picket did not write")
 
-// decodeEvents decodes the n events of a row (first seq, at at) from b.
+// decodeEvents decodes the n events of a row (first seq, at at) from b, in
+// either format.
 func decodeEvents(seq, at int64, n int, b []byte) ([]lease.Event, error) {
+	if n < 0 || n > len(b) { // every event takes a byte at least
+		return nil, errBadEvents
+	}
+	d := rowDecoder{b: b, seq: seq, at: at, format2: len(b) > 0 && b[0] == rowFormat2}
 	out := make([]lease.Event, 0, n)
 	for i := range n {
-		d, k := binary.Varint(b)
-		if k <= 0 || len(b) < k+1 {
+		if d.format2 && len(d.b) > 0 && d.b[0] == rowFormat2 && !d.segment() {
 			return nil, errBadEvents
 		}
-		b = b[k:]
-		code := int(b[0])
-		b = b[1:]
-		if code >= len(kindCodes) {
+		e, ok := d.next(i)
+		if !ok {
 			return nil, errBadEvents
 		}
-		tok, k := binary.Uvarint(b)
-		if k <= 0 {
-			return nil, errBadEvents
-		}
-		b = b[k:]
-		var fields [4]string
-		for f := range fields {
-			l, k := binary.Uvarint(b)
-			if k <= 0 || uint64(len(b)-k) < l {
-				return nil, errBadEvents
-			}
-			fields[f] = string(b[k : k+int(l)])
-			b = b[k+int(l):]
-		}
-		out = append(out, lease.Event{Seq: uint64(seq) + uint64(i), Time: time.Unix(0, at+d).UTC(), Kind: kindCodes[code],
-			Token: token.Token(tok), Name: fields[0], Owner: fields[1], Reason: fields[2], By: fields[3]})
+		out = append(out, e)
 	}
-	if len(b) != 0 {
+	if len(d.b) != 0 {
 		return nil, errBadEvents
 	}
 	return out, nil
+}
+
+// rowDecoder reads a row's events in turn.
+type rowDecoder struct {
+	b       []byte
+	seq, at int64 // at: the base of the segment (format 2) or the row's (format 1)
+	format2 bool
+	tok     int64
+	name    string // the previous event's (format 2)
+	owner   string // the last non-empty owner (format 2)
+}
+
+// segment reads a segment's head (format 2).
+func (d *rowDecoder) segment() bool {
+	d.b = d.b[1:]
+	base, ok := d.varint()
+	if !ok || len(d.b) == 0 || d.b[0] == rowFormat2 { // a segment has an event at least
+		return false
+	}
+	d.at, d.tok, d.name, d.owner = base, 0, "", ""
+	return true
+}
+
+func (d *rowDecoder) varint() (int64, bool) {
+	v, k := binary.Varint(d.b)
+	if k <= 0 {
+		return 0, false
+	}
+	d.b = d.b[k:]
+	return v, true
+}
+
+func (d *rowDecoder) uvarint() (uint64, bool) {
+	v, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		return 0, false
+	}
+	d.b = d.b[k:]
+	return v, true
+}
+
+func (d *rowDecoder) str() (string, bool) {
+	l, ok := d.uvarint()
+	if !ok || uint64(len(d.b)) < l {
+		return "", false
+	}
+	s := string(d.b[:l])
+	d.b = d.b[l:]
+	return s, true
+}
+
+func (d *rowDecoder) next(i int) (lease.Event, bool) {
+	delta, ok := d.varint()
+	if !ok || len(d.b) == 0 {
+		return lease.Event{}, false
+	}
+	head := d.b[0]
+	d.b = d.b[1:]
+	code := int(head)
+	if d.format2 {
+		code = int(head & kindMask)
+		if head&^(kindMask|flagNoOwner|flagSameOwner|flagNoReason) != 0 || head&flagNoOwner != 0 && head&flagSameOwner != 0 {
+			return lease.Event{}, false
+		}
+	}
+	if code >= len(kindCodes) {
+		return lease.Event{}, false
+	}
+	e := lease.Event{Seq: uint64(d.seq) + uint64(i), Time: time.Unix(0, d.at+delta).UTC(), Kind: kindCodes[code]}
+	if !d.format2 {
+		tok, ok := d.uvarint()
+		if !ok {
+			return lease.Event{}, false
+		}
+		e.Token = token.Token(tok)
+		for _, f := range [...]*string{&e.Name, &e.Owner, &e.Reason, &e.By} {
+			if *f, ok = d.str(); !ok {
+				return lease.Event{}, false
+			}
+		}
+		return e, true
+	}
+	dt, ok := d.varint()
+	if !ok || d.tok+dt < 0 {
+		return lease.Event{}, false
+	}
+	d.tok += dt
+	e.Token = token.Token(d.tok)
+	shared, ok := d.uvarint()
+	if !ok || shared > uint64(len(d.name)) {
+		return lease.Event{}, false
+	}
+	rest, ok := d.str()
+	if !ok {
+		return lease.Event{}, false
+	}
+	e.Name = d.name[:shared] + rest
+	d.name = e.Name
+	switch {
+	case head&flagNoOwner != 0:
+	case head&flagSameOwner != 0:
+		if d.owner == "" {
+			return lease.Event{}, false
+		}
+		e.Owner = d.owner
+	default:
+		if e.Owner, ok = d.str(); !ok || e.Owner == "" {
+			return lease.Event{}, false
+		}
+		d.owner = e.Owner
+	}
+	if head&flagNoReason == 0 {
+		if e.Reason, ok = d.str(); !ok {
+			return lease.Event{}, false
+		}
+		if e.By, ok = d.str(); !ok {
+			return lease.Event{}, false
+		}
+	}
+	return e, true
 }

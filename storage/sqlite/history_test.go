@@ -2,8 +2,12 @@ package sqlite_test
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/lease/leasetest"
@@ -105,5 +109,69 @@ func TestHistoryAge(t *testing.T) {
 	}
 	if len(page.Events) == 0 || page.Events[len(page.Events)-1].Name != "new" {
 		t.Errorf("history after the prune: %+v, want the grant of new", page.Events)
+	}
+}
+
+// TestHistoryFromSchema7: a file at schema version 7 holds its history in
+// format 1; once opened (version 8) its new events are written in format
+// 2, and History reads both, in order, with a release's owner found in a
+// grant of the other format.
+func TestHistoryFromSchema7(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "picket.db")
+	db := openRawWritable(t, path)
+	for v := 1; v <= 7; v++ {
+		script, err := schemaFile(fmt.Sprintf("schema/%d.sql", v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(script); err != nil {
+			t.Fatalf("schema %d: %v", v, err)
+		}
+	}
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	old := []lease.Event{
+		{Seq: 1, Time: at, Kind: lease.EventGrant, Token: 1, Name: "jobs/a", Owner: "svc"},
+		{Seq: 2, Time: at, Kind: lease.EventRelease, Token: 1, Name: "jobs/a", Owner: "svc"},
+		{Seq: 3, Time: at, Kind: lease.EventGrant, Token: 2, Name: "jobs/b", Owner: "svc"},
+	}
+	if _, err := db.Exec("INSERT INTO history (seq, at, n, events) VALUES (1, ?, 3, ?)", at.UnixNano(), sqlite.EncodeEventsFormat1(at.UnixNano(), old)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"PRAGMA user_version = 7", "UPDATE counter SET value = 2",
+		fmt.Sprintf("INSERT INTO leases (name, holder, owner, token, ttl_ms, granted_at, expires_at) VALUES ('jobs/b', 'h', 'svc', 2, 60000, 0, %d)", int64(time.Hour*24*365))} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := mustOpenPath(t, path)
+	ctx := ctxT(t)
+	if err := s.Release(ctx, lease.ReleaseRequest{Name: "jobs/b", Holder: "h", Token: 2}); err != nil {
+		t.Fatal(err)
+	}
+	g := acquire(t, s, "jobs/c", "h", time.Minute)
+	page, err := s.History(ctx, lease.HistoryRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		Seq         uint64
+		Kind        lease.EventKind
+		Token       token.Token
+		Name, Owner string
+	}
+	var got []ev
+	for _, e := range page.Events {
+		got = append(got, ev{e.Seq, e.Kind, e.Token, e.Name, e.Owner})
+	}
+	want := []ev{{1, lease.EventGrant, 1, "jobs/a", "svc"}, {2, lease.EventRelease, 1, "jobs/a", "svc"}, {3, lease.EventGrant, 2, "jobs/b", "svc"},
+		{4, lease.EventRelease, 2, "jobs/b", "svc"}, {5, lease.EventGrant, g.Token, "jobs/c", g.Owner}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("history across the upgrade (-want +got):\n%s", d)
+	}
+	var first int
+	if err := rawDB(t, path).QueryRow("SELECT unicode(substr(events, 1, 1)) FROM history WHERE seq = 4").Scan(&first); err != nil || first != 2 {
+		t.Errorf("the row written after the upgrade begins with %#x, %v; want format 2's byte", first, err)
 	}
 }

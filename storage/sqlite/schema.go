@@ -17,7 +17,7 @@ import (
 var schemaFS embed.FS
 
 // schemaVersion is the newest version this program knows.
-const schemaVersion = 7
+const schemaVersion = 8
 
 func migration(v int) (string, error) {
 	b, err := schemaFS.ReadFile("schema/" + strconv.Itoa(v) + ".sql")
