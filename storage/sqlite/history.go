@@ -35,7 +35,8 @@ import (
 
 // WithHistory keeps at most maxEvents events of history, none older than
 // maxAge (defaults lease.DefaultHistoryMaxEvents and
-// lease.DefaultHistoryMaxAge: about 10 MB of the file). maxEvents 0 turns
+// lease.DefaultHistoryMaxAge: 1 to 5 MB of the file, as names share
+// prefixes or not: history_codec.go). maxEvents 0 turns
 // the history off (nothing is written; History answers what is left until a
 // prune clears it); maxAge 0 keeps events of any age.
 func WithHistory(maxEvents int, maxAge time.Duration) Option {
