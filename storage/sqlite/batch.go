@@ -36,8 +36,10 @@ type batch struct {
 	rung      []rung
 
 	// durable: the batch changed what must survive a power loss before
-	// anyone is told (queue.go: lightBatch).
-	durable bool
+	// anyone is told (queue.go: lightBatch); light: the batch commits with
+	// synchronous=NORMAL (a grant it makes to another process's row is
+	// marked unsynced).
+	durable, light bool
 
 	events   []event // the history's events, written before COMMIT (history.go)
 	recorded int     // how many were written

@@ -47,7 +47,7 @@ func (s *Store) execBatch(opsp *[]*op, handed *[]*op, join func([]*op) []*op) (r
 			s.rollback()
 		}
 	}()
-	b := batch{s: s, ctx: ctx, handed: handed}
+	b := batch{s: s, ctx: ctx, handed: handed, light: light}
 	epoch, err := b.open()
 	if err != nil {
 		return nil, nil, err
@@ -132,6 +132,7 @@ func (b *batch) finish(light bool) error {
 		return fmt.Errorf("%w: %w", errCommit, err)
 	}
 	if light && b.durable {
+		w.hook("light-committed")
 		if err := b.s.syncLight(); err != nil {
 			// Committed, perhaps not durable: the outcome is in doubt, the
 			// batch must not run again, and the store fails closed, as

@@ -34,6 +34,14 @@ import (
 //	                         holder of its own, instead of granting fresh
 //	                         names: nearly every grant is then made in a
 //	                         waiting call's light batch (queue.go)
+//	PICKET_TEST_STORES       how many Stores the child opens on the file
+//	                         (default 1), its workers shared among them:
+//	                         each Store waits as a process of its own
+//	PICKET_TEST_LIGHT_DELAY  if set, how long each Store's writer sleeps
+//	                         between a light batch's COMMIT and its sync
+//	                         (hook point "light-committed"): the window in
+//	                         which another Store can see a grant that is
+//	                         not on disk yet, made wide
 func init() {
 	childtest.Register("crash", crashChild)
 	childtest.Register("power", grantChild)
@@ -70,20 +78,48 @@ func crashChild() int {
 // passed).
 func grantChild() int {
 	path, id := os.Getenv("PICKET_TEST_DB"), os.Getenv("PICKET_TEST_ID")
-	s, err := sqlite.Open(path)
-	if err != nil {
-		fmt.Printf("error open: %v\n", err)
-		return 1
-	}
-	defer s.Close()
-	for _, p := range strings.Split(os.Getenv("PICKET_TEST_PRAGMAS"), ";") {
-		if p == "" {
-			continue
+	stores := 1
+	if v := os.Getenv("PICKET_TEST_STORES"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			fmt.Printf("error stores %q\n", v)
+			return 1
+		} else {
+			stores = n
 		}
-		if err := sqlite.ExecWriter(s, "PRAGMA "+p); err != nil {
-			fmt.Printf("error PRAGMA %s: %v\n", p, err)
+	}
+	var delay time.Duration
+	if v := os.Getenv("PICKET_TEST_LIGHT_DELAY"); v != "" {
+		var err error
+		if delay, err = time.ParseDuration(v); err != nil {
+			fmt.Printf("error light delay %q\n", v)
 			return 1
 		}
+	}
+	var all []*sqlite.Store
+	for range stores {
+		s, err := sqlite.Open(path)
+		if err != nil {
+			fmt.Printf("error open: %v\n", err)
+			return 1
+		}
+		defer s.Close()
+		for _, p := range strings.Split(os.Getenv("PICKET_TEST_PRAGMAS"), ";") {
+			if p == "" {
+				continue
+			}
+			if err := sqlite.ExecWriter(s, "PRAGMA "+p); err != nil {
+				fmt.Printf("error PRAGMA %s: %v\n", p, err)
+				return 1
+			}
+		}
+		if delay > 0 {
+			sqlite.SetStoreHook(s, func(p string) {
+				if p == "light-committed" {
+					time.Sleep(delay)
+				}
+			})
+		}
+		all = append(all, s)
 	}
 	fmt.Printf("integrity %s\n", integrity(path))
 	fmt.Println("ready")
@@ -93,6 +129,7 @@ func grantChild() int {
 	var mu sync.Mutex // one whole line per write
 	var wg sync.WaitGroup
 	for w := range faultWorkers {
+		s := all[w%len(all)]
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				name := fmt.Sprintf("%s/%d/%d", id, w, i)

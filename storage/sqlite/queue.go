@@ -166,7 +166,9 @@ func (b *batch) serveRow(name string, w waiterRow) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), int64(r.expires), b.s.bell.id, w.seq); err != nil {
+	// A light batch's grant is readable before it is on disk: its claimer
+	// syncs first (poll).
+	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), int64(r.expires), b.s.bell.id, b.light, w.seq); err != nil {
 		return false, fmt.Errorf("hand %q over: %w", name, err)
 	}
 	b.rung = append(b.rung, rung{process: w.process, seq: w.seq, name: name})
@@ -238,7 +240,8 @@ func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Du
 // row and tries the acquire once more without queueing.
 func (b *batch) poll(o *op) (result, error) {
 	var tok, exp int64
-	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok, &exp)
+	var unsynced bool
+	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok, &exp, &unsynced)
 	found := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return result{}, fmt.Errorf("read waiter %d: %w", o.seq, err)
@@ -247,6 +250,10 @@ func (b *batch) poll(o *op) (result, error) {
 		if err := b.dropWaiter(o.seq); err != nil {
 			return result{}, err
 		}
+		// Granted by another process's light batch, which may not have
+		// synced it yet: the claim is answered only once the -wal is
+		// synced (this batch's own sync covers the granter's frames).
+		b.durable = b.durable || unsynced
 		return b.claim(o, token.Token(tok), time.Duration(exp)), nil
 	}
 	if _, err := b.revokeLapsed(o.name, false); err != nil {
