@@ -71,16 +71,7 @@ func TestEndedOnlyWhenWatched(t *testing.T) {
 // on those names), and its trigger goes.
 func TestEndedKeptFromSchema6(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "picket.db")
-	db := openRawWritable(t, path)
-	for v := 1; v <= 6; v++ {
-		script, err := schemaFile(fmt.Sprintf("schema/%d.sql", v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(script); err != nil {
-			t.Fatalf("schema %d: %v", v, err)
-		}
-	}
+	db := rawFileAt(t, path, 6)
 	for _, q := range []string{"PRAGMA user_version = 6", "UPDATE counter SET value = 3",
 		"INSERT INTO ended (name, token, expires_at) VALUES ('old', 3, 0)"} {
 		if _, err := db.Exec(q); err != nil {

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -104,6 +105,25 @@ func openRawWritable(tb testing.TB, path string) *sql.DB {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// rawFileAt makes a file at path as a program of schema version v left
+// it, with schema/1.sql to schema/v.sql run on it (but not the version
+// set: the caller sets it with what else the file holds), and returns it
+// open read-write.
+func rawFileAt(tb testing.TB, path string, v int) *sql.DB {
+	tb.Helper()
+	db := openRawWritable(tb, path)
+	for i := 1; i <= v; i++ {
+		script, err := schemaFile(fmt.Sprintf("schema/%d.sql", i))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := db.Exec(script); err != nil {
+			tb.Fatalf("schema %d: %v", i, err)
+		}
+	}
 	return db
 }
 

@@ -67,6 +67,19 @@ func wantEvents(seq, at int64, evs []event) []lease.Event {
 	return out
 }
 
+// checkRow decodes buf, a row of evs (first seq seq, at at), and fails t
+// unless it gives exactly evs.
+func checkRow(t *testing.T, row int, seq, at int64, evs []event, buf []byte) {
+	t.Helper()
+	got, err := decodeEvents(seq, at, len(evs), buf)
+	if err != nil {
+		t.Fatalf("row %d: %v", row, err)
+	}
+	if d := cmp.Diff(wantEvents(seq, at, evs), got); d != "" {
+		t.Fatalf("row %d (-want +got):\n%s", row, d)
+	}
+}
+
 // TestEventCodecRoundTrip: rows of random events, encoded in format 2, decode
 // to exactly those events.
 func TestEventCodecRoundTrip(t *testing.T) {
@@ -79,13 +92,7 @@ func TestEventCodecRoundTrip(t *testing.T) {
 		for _, e := range evs {
 			buf = c.appendEvent(buf, e)
 		}
-		got, err := decodeEvents(int64(i)*100+1, at, len(evs), buf)
-		if err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
-		if d := cmp.Diff(wantEvents(int64(i)*100+1, at, evs), got); d != "" {
-			t.Fatalf("row %d (-want +got):\n%s", i, d)
-		}
+		checkRow(t, i, int64(i)*100+1, at, evs, buf)
 	}
 }
 
@@ -108,13 +115,7 @@ func TestEventCodecSegments(t *testing.T) {
 			}
 			all = append(all, evs...)
 		}
-		got, err := decodeEvents(3, at, len(all), row)
-		if err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
-		if d := cmp.Diff(wantEvents(3, at, all), got); d != "" {
-			t.Fatalf("row %d (-want +got):\n%s", i, d)
-		}
+		checkRow(t, i, 3, at, all, row)
 	}
 }
 
@@ -144,13 +145,7 @@ func TestEventCodecFormat1(t *testing.T) {
 		if buf[0] == rowFormat2 {
 			t.Fatalf("row %d: a format 1 row begins with the format 2 byte", i)
 		}
-		got, err := decodeEvents(7, at, len(evs), buf)
-		if err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
-		if d := cmp.Diff(wantEvents(7, at, evs), got); d != "" {
-			t.Fatalf("row %d (-want +got):\n%s", i, d)
-		}
+		checkRow(t, i, 7, at, evs, buf)
 	}
 }
 

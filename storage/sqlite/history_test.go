@@ -118,16 +118,7 @@ func TestHistoryAge(t *testing.T) {
 // grant of the other format.
 func TestHistoryFromSchema7(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "picket.db")
-	db := openRawWritable(t, path)
-	for v := 1; v <= 7; v++ {
-		script, err := schemaFile(fmt.Sprintf("schema/%d.sql", v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(script); err != nil {
-			t.Fatalf("schema %d: %v", v, err)
-		}
-	}
+	db := rawFileAt(t, path, 7)
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	old := []lease.Event{
 		{Seq: 1, Time: at, Kind: lease.EventGrant, Token: 1, Name: "jobs/a", Owner: "svc"},
