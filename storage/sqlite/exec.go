@@ -60,7 +60,7 @@ func (s *Store) execBatch(opsp *[]*op, handed *[]*op, join func([]*op) []*op) (r
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.finish(light); err != nil {
+	if err := b.finish(); err != nil {
 		return nil, nil, err
 	}
 	s.committed(&b, ops, epoch)
@@ -116,7 +116,7 @@ func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
 // moved, and the history's events: part of the transaction, so an event is
 // committed exactly when its change is) and commits; a light batch that
 // changed what must survive a power loss then syncs the -wal.
-func (b *batch) finish(light bool) error {
+func (b *batch) finish() error {
 	w := b.s.w
 	if b.counter != b.first {
 		if _, err := w.setCounter.ExecContext(b.ctx, int64(b.counter)); err != nil {
@@ -131,7 +131,7 @@ func (b *batch) finish(light bool) error {
 	if _, err := w.commit.ExecContext(b.ctx); err != nil {
 		return fmt.Errorf("%w: %w", errCommit, err)
 	}
-	if light && b.durable {
+	if b.light && b.durable {
 		w.hook("light-committed")
 		if err := b.s.syncLight(); err != nil {
 			// Committed, perhaps not durable: the outcome is in doubt, the
