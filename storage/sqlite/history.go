@@ -168,17 +168,17 @@ func (b *batch) writeHistory() error {
 		at = max(at, e.at)
 	}
 	var c rowCoder
-	buf, n := c.start(b.s.w.h.buf[:0], at), 0
+	buf, n := c.start(b.s.w.h.buf[:0]), 0
 	flush := func() error {
 		if _, err := b.s.w.h.add.ExecContext(b.ctx, at, n, buf); err != nil {
 			return fmt.Errorf("write %d events of history: %w", n, err)
 		}
-		buf, n = c.start(buf[:0], at), 0
+		buf, n = c.start(buf[:0]), 0
 		return nil
 	}
 	for _, e := range b.events {
 		start := len(buf)
-		buf = c.appendEvent(buf, e)
+		buf = c.appendEvent(buf, at, e)
 		if n > 0 && (len(buf) > rowBytes || n == rowEvents) {
 			// The row stays within a page: a longer one spills into
 			// overflow pages, which cost far more than another row. The
@@ -188,7 +188,7 @@ func (b *batch) writeHistory() error {
 			if err := flush(); err != nil {
 				return err
 			}
-			buf = c.appendEvent(buf, e)
+			buf = c.appendEvent(buf, at, e)
 		}
 		n++
 	}

@@ -10,18 +10,12 @@ import (
 )
 
 // The encoding of a history row's events. Since schema version 8 a row
-// (format 2) is one or more segments, each a batch's events (or a part of
-// them), and a segment is:
+// (format 2) is the byte rowFormat2 and then, for each event in order:
 //
-//	byte     rowFormat2
-//	varint   its base: the time of its latest event, Unix nanoseconds
-//
-// and then, for each of its events in order:
-//
-//	varint   the event's time less the base, in nanoseconds (zero or less)
+//	varint   the event's time less the row's at, in nanoseconds (zero or less)
 //	byte     the kind (kindCodes) in the low four bits; flags above them:
 //	         flagNoOwner (the owner is empty), flagSameOwner (it is the
-//	         last non-empty owner of the segment), flagNoReason (the reason
+//	         last non-empty owner of the row), flagNoReason (the reason
 //	         and revoked-by are both empty)
 //	varint   the token less the previous event's (the first: less zero)
 //	uvarint  how many bytes the name shares with the previous event's name
@@ -32,15 +26,12 @@ import (
 // A batch's events share its time, their names usually share a prefix and
 // their tokens are near each other: about 8 bytes an event where format 1
 // took about 50, so that a batch's row rarely needs a page of its own, and
-// each commit writes fewer pages to the -wal (docs/performance.md). A
-// segment is whole by itself, so that segments can be joined into one row.
-// The row's at is its latest segment's base (no event of the row is later).
+// each commit writes fewer pages to the -wal (docs/performance.md).
 //
 // Format 1 (schema versions 5 to 7, still read): for each event, its time
-// less the row's at (zero or less), a byte of kind, uvarint token, then
-// 4 × (uvarint length, bytes) for name, owner, reason and revoked-by. Its
-// first byte, a zigzag varint of zero or less, is 0x00 or odd: never
-// rowFormat2, and neither is the first byte of an event in format 2.
+// as above, a byte of kind, uvarint token, then 4 × (uvarint length, bytes)
+// for name, owner, reason and revoked-by. Its first byte, a zigzag varint
+// of zero or less, is 0x00 or odd: never rowFormat2.
 const rowFormat2 = 0x02
 
 const (
@@ -62,25 +53,23 @@ func kindCode(k lease.EventKind) byte {
 	panic("sqlite: unknown event kind " + string(k))
 }
 
-// rowCoder is what an event's encoding in a segment depends on: the
-// segment's base and the event before it.
+// rowCoder is what an event's encoding in a row depends on: the event
+// before it.
 type rowCoder struct {
-	base  int64
 	tok   token.Token
 	name  string
 	owner string // the last non-empty owner
 }
 
-// start begins a segment in buf whose events are at base or earlier.
-func (c *rowCoder) start(buf []byte, base int64) []byte {
-	*c = rowCoder{base: base}
-	buf = append(buf, rowFormat2)
-	return binary.AppendVarint(buf, base)
+// start begins a row in buf: its format byte.
+func (c *rowCoder) start(buf []byte) []byte {
+	*c = rowCoder{}
+	return append(buf, rowFormat2)
 }
 
-// appendEvent appends e to buf, in the segment c started.
-func (c *rowCoder) appendEvent(buf []byte, e event) []byte {
-	buf = binary.AppendVarint(buf, e.at-c.base)
+// appendEvent appends e, of a row at at, to buf.
+func (c *rowCoder) appendEvent(buf []byte, at int64, e event) []byte {
+	buf = binary.AppendVarint(buf, e.at-at)
 	head := kindCode(e.kind)
 	switch {
 	case e.owner == "":
@@ -131,12 +120,12 @@ func decodeEvents(seq, at int64, n int, b []byte) ([]lease.Event, error) {
 	if n < 0 || n > len(b) { // every event takes a byte at least
 		return nil, errBadEvents
 	}
-	d := rowDecoder{b: b, seq: seq, at: at, format2: len(b) > 0 && b[0] == rowFormat2}
+	d := rowDecoder{b: b, seq: seq, at: at}
+	if len(b) > 0 && b[0] == rowFormat2 {
+		d.b, d.format2 = b[1:], true
+	}
 	out := make([]lease.Event, 0, n)
 	for i := range n {
-		if d.format2 && len(d.b) > 0 && d.b[0] == rowFormat2 && !d.segment() {
-			return nil, errBadEvents
-		}
 		e, ok := d.next(i)
 		if !ok {
 			return nil, errBadEvents
@@ -152,22 +141,11 @@ func decodeEvents(seq, at int64, n int, b []byte) ([]lease.Event, error) {
 // rowDecoder reads a row's events in turn.
 type rowDecoder struct {
 	b       []byte
-	seq, at int64 // at: the base of the segment (format 2) or the row's (format 1)
+	seq, at int64
 	format2 bool
-	tok     int64
+	tok     int64  // the previous event's (format 2)
 	name    string // the previous event's (format 2)
 	owner   string // the last non-empty owner (format 2)
-}
-
-// segment reads a segment's head (format 2).
-func (d *rowDecoder) segment() bool {
-	d.b = d.b[1:]
-	base, ok := d.varint()
-	if !ok || len(d.b) == 0 || d.b[0] == rowFormat2 { // a segment has an event at least
-		return false
-	}
-	d.at, d.tok, d.name, d.owner = base, 0, "", ""
-	return true
 }
 
 func (d *rowDecoder) varint() (int64, bool) {
@@ -188,16 +166,19 @@ func (d *rowDecoder) uvarint() (uint64, bool) {
 	return v, true
 }
 
-func (d *rowDecoder) str() (string, bool) {
-	l, ok := d.uvarint()
-	if !ok || uint64(len(d.b)) < l {
-		return "", false
+// strs reads strings (uvarint length, bytes) into fields, in turn.
+func (d *rowDecoder) strs(fields ...*string) bool {
+	for _, f := range fields {
+		l, ok := d.uvarint()
+		if !ok || uint64(len(d.b)) < l {
+			return false
+		}
+		*f, d.b = string(d.b[:l]), d.b[l:]
 	}
-	s := string(d.b[:l])
-	d.b = d.b[l:]
-	return s, true
+	return true
 }
 
+// next reads event i: its time and kind, then the rest in the row's format.
 func (d *rowDecoder) next(i int) (lease.Event, bool) {
 	delta, ok := d.varint()
 	if !ok || len(d.b) == 0 {
@@ -208,63 +189,48 @@ func (d *rowDecoder) next(i int) (lease.Event, bool) {
 	code := int(head)
 	if d.format2 {
 		code = int(head & kindMask)
-		if head&^(kindMask|flagNoOwner|flagSameOwner|flagNoReason) != 0 || head&flagNoOwner != 0 && head&flagSameOwner != 0 {
-			return lease.Event{}, false
-		}
 	}
 	if code >= len(kindCodes) {
 		return lease.Event{}, false
 	}
 	e := lease.Event{Seq: uint64(d.seq) + uint64(i), Time: time.Unix(0, d.at+delta).UTC(), Kind: kindCodes[code]}
-	if !d.format2 {
-		tok, ok := d.uvarint()
-		if !ok {
-			return lease.Event{}, false
-		}
-		e.Token = token.Token(tok)
-		for _, f := range [...]*string{&e.Name, &e.Owner, &e.Reason, &e.By} {
-			if *f, ok = d.str(); !ok {
-				return lease.Event{}, false
-			}
-		}
-		return e, true
+	if d.format2 {
+		return e, d.rest2(&e, head)
+	}
+	tok, ok := d.uvarint()
+	e.Token = token.Token(tok)
+	return e, ok && d.strs(&e.Name, &e.Owner, &e.Reason, &e.By)
+}
+
+// rest2 reads the rest of a format 2 event whose head byte is head.
+func (d *rowDecoder) rest2(e *lease.Event, head byte) bool {
+	if head&^(kindMask|flagNoOwner|flagSameOwner|flagNoReason) != 0 || head&flagNoOwner != 0 && head&flagSameOwner != 0 {
+		return false
 	}
 	dt, ok := d.varint()
 	if !ok || d.tok+dt < 0 {
-		return lease.Event{}, false
+		return false
 	}
 	d.tok += dt
 	e.Token = token.Token(d.tok)
 	shared, ok := d.uvarint()
-	if !ok || shared > uint64(len(d.name)) {
-		return lease.Event{}, false
-	}
-	rest, ok := d.str()
-	if !ok {
-		return lease.Event{}, false
+	var rest string
+	if !ok || shared > uint64(len(d.name)) || !d.strs(&rest) {
+		return false
 	}
 	e.Name = d.name[:shared] + rest
 	d.name = e.Name
 	switch {
 	case head&flagNoOwner != 0:
 	case head&flagSameOwner != 0:
-		if d.owner == "" {
-			return lease.Event{}, false
+		if e.Owner = d.owner; e.Owner == "" {
+			return false
 		}
-		e.Owner = d.owner
 	default:
-		if e.Owner, ok = d.str(); !ok || e.Owner == "" {
-			return lease.Event{}, false
+		if !d.strs(&e.Owner) || e.Owner == "" {
+			return false
 		}
 		d.owner = e.Owner
 	}
-	if head&flagNoReason == 0 {
-		if e.Reason, ok = d.str(); !ok {
-			return lease.Event{}, false
-		}
-		if e.By, ok = d.str(); !ok {
-			return lease.Event{}, false
-		}
-	}
-	return e, true
+	return head&flagNoReason != 0 || d.strs(&e.Reason, &e.By)
 }

@@ -88,34 +88,11 @@ func TestEventCodecRoundTrip(t *testing.T) {
 	for i := range 2000 {
 		evs := randomEvents(rng, 1+rng.IntN(80), at)
 		var c rowCoder
-		buf := c.start(nil, at)
+		buf := c.start(nil)
 		for _, e := range evs {
-			buf = c.appendEvent(buf, e)
+			buf = c.appendEvent(buf, at, e)
 		}
 		checkRow(t, i, int64(i)*100+1, at, evs, buf)
-	}
-}
-
-// TestEventCodecSegments: segments written apart (each batch's, with its
-// own base, later than the one before) and joined into one row decode to
-// all their events, in order.
-func TestEventCodecSegments(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	at := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC).UnixNano()
-	for i := range 500 {
-		var row []byte
-		var all []event
-		for range 1 + rng.IntN(6) {
-			at += rng.Int64N(int64(time.Second))
-			evs := randomEvents(rng, 1+rng.IntN(20), at)
-			var c rowCoder
-			row = c.start(row, at)
-			for _, e := range evs {
-				row = c.appendEvent(row, e)
-			}
-			all = append(all, evs...)
-		}
-		checkRow(t, i, 3, at, all, row)
 	}
 }
 
@@ -161,10 +138,10 @@ func TestEventCodecSize(t *testing.T) {
 		evs = append(evs, event{at: at, kind: lease.EventRelease, name: fmt.Sprintf("picket-bench/116d25c4/s1/distinct/%d", 63-i), tok: token.Token(97790 + i)})
 	}
 	var c rowCoder
-	buf := c.start(nil, at)
+	buf := c.start(nil)
 	var old []byte
 	for _, e := range evs {
-		buf = c.appendEvent(buf, e)
+		buf = c.appendEvent(buf, at, e)
 		old = appendEventFormat1(old, at, e)
 	}
 	per, perOld := float64(len(buf))/float64(len(evs)), float64(len(old))/float64(len(evs))
@@ -182,9 +159,9 @@ func TestEventCodecBadRows(t *testing.T) {
 	at := time.Now().UnixNano()
 	evs := randomEvents(rng, 30, at)
 	var c rowCoder
-	good := c.start(nil, at)
+	good := c.start(nil)
 	for _, e := range evs {
-		good = c.appendEvent(good, e)
+		good = c.appendEvent(good, at, e)
 	}
 	for cut := 0; cut < len(good); cut++ {
 		if _, err := decodeEvents(1, at, len(evs), good[:cut]); !errors.Is(err, errBadEvents) {
@@ -197,12 +174,10 @@ func TestEventCodecBadRows(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]byte{
-		{rowFormat2, 0, 0, 0x0f, 0, 0, 0},                                           // no such kind
-		{rowFormat2, 0, 0, flagNoOwner | flagSameOwner, 0, 0, 0},                    // no owner and the same owner
-		{rowFormat2, 0, 0, flagSameOwner | flagNoReason, 2, 0, 1, 'a'},              // the same owner as none
-		{rowFormat2, 0, 0, flagNoOwner | flagNoReason, 1, 5, 1, 'a'},                // more of the name shared than there was
-		{rowFormat2, 0, rowFormat2, 0, 0, flagNoOwner | flagNoReason, 1, 0, 1, 'a'}, // an empty segment
-		{rowFormat2, 0, 0, flagNoOwner | flagNoReason, 1, 0, 1, 'a', rowFormat2, 0}, // a segment with no event at the end
+		{rowFormat2, 0, 0x0f, 0, 0, 0},                              // no such kind
+		{rowFormat2, 0, flagNoOwner | flagSameOwner, 0, 0, 0},       // no owner and the same owner
+		{rowFormat2, 0, flagSameOwner | flagNoReason, 2, 0, 1, 'a'}, // the same owner as none
+		{rowFormat2, 0, flagNoOwner | flagNoReason, 1, 5, 1, 'a'},   // more of the name shared than there was
 	} {
 		if _, err := decodeEvents(1, at, 1, bad); !errors.Is(err, errBadEvents) {
 			t.Errorf("row % x: %v, want errBadEvents", bad, err)
@@ -222,9 +197,9 @@ func TestEventCodecBadRows(t *testing.T) {
 func FuzzDecodeEvents(f *testing.F) {
 	at := time.Now().UnixNano()
 	var c rowCoder
-	seed := c.start(nil, at)
+	seed := c.start(nil)
 	for _, e := range randomEvents(rand.New(rand.NewPCG(7, 8)), 5, at) {
-		seed = c.appendEvent(seed, e)
+		seed = c.appendEvent(seed, at, e)
 	}
 	f.Add(seed, 5)
 	f.Add(appendEventFormat1(nil, at, event{at: at, kind: lease.EventGrant, name: "a", tok: 1, owner: "o"}), 1)
@@ -234,9 +209,9 @@ func FuzzDecodeEvents(f *testing.F) {
 			return
 		}
 		var c rowCoder
-		again := c.start(nil, at)
+		again := c.start(nil)
 		for _, e := range evs {
-			again = c.appendEvent(again, event{at: e.Time.UnixNano(), kind: e.Kind, name: e.Name, tok: e.Token,
+			again = c.appendEvent(again, at, event{at: e.Time.UnixNano(), kind: e.Kind, name: e.Name, tok: e.Token,
 				owner: e.Owner, reason: e.Reason, revokedBy: e.By})
 		}
 		back, err := decodeEvents(1, at, n, again)

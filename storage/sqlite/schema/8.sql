@@ -1,6 +1,6 @@
 -- Version 8: history rows are written in format 2 (storage/sqlite/history_codec.go:
--- a row is segments, each a format byte and a base time, then the events
--- with each one's token and name a difference from the event before it),
+-- a format byte, then the events with each one's token and name a
+-- difference from the event before it),
 -- about 8 bytes an event instead of about 50, so that a batch's events
 -- rarely take a page of their own. Rows already written stay in format 1,
 -- which is still read; no row is rewritten: nothing to do here for it.
