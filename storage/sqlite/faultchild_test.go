@@ -80,11 +80,10 @@ func grantChild() int {
 	path, id := os.Getenv("PICKET_TEST_DB"), os.Getenv("PICKET_TEST_ID")
 	stores := 1
 	if v := os.Getenv("PICKET_TEST_STORES"); v != "" {
-		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		var err error
+		if stores, err = strconv.Atoi(v); err != nil || stores < 1 {
 			fmt.Printf("error stores %q\n", v)
 			return 1
-		} else {
-			stores = n
 		}
 	}
 	var delay time.Duration

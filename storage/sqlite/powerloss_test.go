@@ -83,11 +83,18 @@ func TestPowerLoss(t *testing.T) {
 // was granted it in a full batch, which synced the light grant too; the
 // mutant was caught in about 1 cycle of 30 and survived 3 runs in 16.
 func TestPowerLossWaiting(t *testing.T) {
+	powerLossWaiting(t)
+}
+
+// powerLossWaiting runs 30 power-loss cycles (10 with -short) of a child
+// whose workers wait, with env besides, and fails t on any violation.
+func powerLossWaiting(t *testing.T, env ...string) {
+	t.Helper()
 	cycles := 30
 	if testing.Short() {
 		cycles = 10
 	}
-	log, _ := powerLossCycles(t, "", cycles, 90*time.Second, "PICKET_TEST_WAITING=1")
+	log, _ := powerLossCycles(t, "", cycles, 90*time.Second, append([]string{"PICKET_TEST_WAITING=1"}, env...)...)
 	log.report(t)
 	if log.acks == 0 {
 		t.Fatal("no grant was acknowledged")
@@ -179,14 +186,5 @@ func powerLossCycles(t *testing.T, pragma string, cycles int, budget time.Durati
 // would be handed out again. Checked as TestPowerLossWaiting: no token
 // acknowledged before a power loss granted again, none twice.
 func TestPowerLossWaitingStores(t *testing.T) {
-	cycles := 30
-	if testing.Short() {
-		cycles = 10
-	}
-	log, _ := powerLossCycles(t, "", cycles, 90*time.Second, "PICKET_TEST_WAITING=1", "PICKET_TEST_STORES=2", "PICKET_TEST_LIGHT_DELAY=20ms")
-	log.report(t)
-	if log.acks == 0 {
-		t.Fatal("no grant was acknowledged")
-	}
-	t.Logf("%d acknowledged grants, %d violations", log.acks, len(log.violations))
+	powerLossWaiting(t, "PICKET_TEST_STORES=2", "PICKET_TEST_LIGHT_DELAY=20ms")
 }
