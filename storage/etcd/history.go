@@ -88,7 +88,9 @@ func (s *Store) event(e lease.Event, offset int64) (key, value string, ok bool) 
 // sort by time (History's Since, the prune by age).
 func (k keys) historyAt(ns int64) []byte {
 	const width = 20
-	b := append(make([]byte, 0, len(k.prefix)+len("history/")+width+9), k.history()...)
+	base := k.history()
+	// Room for the event key's ".RAND" too (event: 8 hex digits).
+	b := append(make([]byte, 0, len(base)+width+len(".")+8), base...)
 	d := strconv.AppendInt(nil, ns, 10)
 	for range width - len(d) {
 		b = append(b, '0')
