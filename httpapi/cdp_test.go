@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,6 +92,33 @@ func startBrowser(t *testing.T, width, height int) *browser {
 // protocol error, or no answer within a minute, fails the test.
 func (b *browser) call(session, method string, params any, res any) {
 	b.t.Helper()
+	if err := b.try(session, method, params, res); err != nil {
+		b.t.Fatalf("%s: %v", method, err)
+	}
+}
+
+// protocolError is the browser's refusal of a command.
+type protocolError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *protocolError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+
+// navigated reports whether err says the page the command ran in went away
+// under it, as it does when the command itself (a click on a submit button)
+// or a navigation in flight replaces the page: the command's effect stands,
+// only its answer is lost.
+func navigated(err error) bool {
+	var pe *protocolError
+	return errors.As(err, &pe) && (strings.Contains(pe.Message, "navigated or closed") ||
+		strings.Contains(pe.Message, "Cannot find context"))
+}
+
+// try is call that returns the browser's refusal instead of failing the
+// test; a broken pipe or no answer within a minute still fails it.
+func (b *browser) try(session, method string, params any, res any) error {
+	b.t.Helper()
 	b.nextID++
 	id := b.nextID
 	msg := map[string]any{"id": id, "method": method}
@@ -116,10 +144,7 @@ func (b *browser) call(session, method string, params any, res any) {
 		var reply struct {
 			ID     int             `json:"id"`
 			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
+			Error  *protocolError  `json:"error"`
 		}
 		if err := json.Unmarshal(line[:len(line)-1], &reply); err != nil {
 			b.t.Fatalf("%s: %v in %q", method, err, line)
@@ -128,14 +153,14 @@ func (b *browser) call(session, method string, params any, res any) {
 			continue // an event, or the answer of nothing we wait for
 		}
 		if reply.Error != nil {
-			b.t.Fatalf("%s: %d %s", method, reply.Error.Code, reply.Error.Message)
+			return reply.Error
 		}
 		if res != nil {
 			if err := json.Unmarshal(reply.Result, res); err != nil {
 				b.t.Fatalf("%s: %v in %s", method, err, reply.Result)
 			}
 		}
-		return
+		return nil
 	}
 }
 
@@ -143,6 +168,17 @@ func (b *browser) call(session, method string, params any, res any) {
 // DevTools console would (the page's CSP, which forbids the page any
 // script, does not apply to it), and returns its value.
 func (b *browser) eval(expr string) any {
+	b.t.Helper()
+	v, err := b.tryEval(expr)
+	if err != nil {
+		b.t.Fatalf("Runtime.evaluate: %v", err)
+	}
+	return v
+}
+
+// tryEval is eval that returns the browser's refusal (see navigated)
+// instead of failing the test; an exception in expr still fails it.
+func (b *browser) tryEval(expr string) (any, error) {
 	b.t.Helper()
 	var res struct {
 		Result struct {
@@ -152,11 +188,13 @@ func (b *browser) eval(expr string) any {
 			Text string `json:"text"`
 		} `json:"exceptionDetails"`
 	}
-	b.call(b.sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &res)
+	if err := b.try(b.sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &res); err != nil {
+		return nil, err
+	}
 	if res.ExceptionDetails != nil {
 		b.t.Fatalf("evaluating %s: %s", expr, res.ExceptionDetails.Text)
 	}
-	return res.Result.Value
+	return res.Result.Value, nil
 }
 
 // text returns the page's visible text.
@@ -178,7 +216,11 @@ func (b *browser) navigate(url string) {
 // for the page it leads to, whose title starts with title.
 func (b *browser) submit(expr, title string) {
 	b.t.Helper()
-	b.eval(`document.title = "(submitting)"; {` + expr + `}`) // a block: its consts do not outlive it
+	// A block: its consts do not outlive it. The click may replace the page
+	// before the browser answers; the submission was made all the same.
+	if _, err := b.tryEval(`document.title = "(submitting)"; {` + expr + `}`); err != nil && !navigated(err) {
+		b.t.Fatalf("Runtime.evaluate: %v", err)
+	}
 	b.waitTitle(title)
 }
 
@@ -188,7 +230,11 @@ func (b *browser) waitTitle(prefix string) {
 	b.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		state, _ := b.eval(`document.readyState + "|" + document.title`).(string)
+		v, err := b.tryEval(`document.readyState + "|" + document.title`)
+		if err != nil && !navigated(err) {
+			b.t.Fatalf("Runtime.evaluate: %v", err)
+		}
+		state, _ := v.(string) // "" while the page is being replaced: not ready
 		ready, title, _ := strings.Cut(state, "|")
 		if ready == "complete" && title != "(submitting)" && strings.HasPrefix(title, prefix) {
 			return
