@@ -36,10 +36,10 @@ type batch struct {
 	rung      []rung
 
 	// durable: the batch changed what must survive a power loss before
-	// anyone is told (queue.go: lightBatch); light: the batch commits with
-	// synchronous=NORMAL (a grant it makes to another process's row is
-	// marked unsynced).
-	durable, light bool
+	// anyone is told; light: the batch commits with synchronous=NORMAL, so
+	// it must not (queue.go: lightBatch); deferred: the op being applied
+	// would have, and is left for a full batch (deferFull).
+	durable, light, deferred bool
 
 	events   []event // the history's events, written before COMMIT (history.go)
 	recorded int     // how many were written
@@ -88,6 +88,14 @@ func (b *batch) queued() bool { return b.waiting || len(b.enq) > 0 }
 // errCommit marks the error of a batch whose COMMIT failed: unlike an
 // error before it, its outcome is in doubt.
 var errCommit = errors.New("commit")
+
+// errDeferred is the result of an op a light batch left for a full one
+// (queue.go: deferFull); it never reaches a caller.
+var errDeferred = errors.New("deferred to a full batch")
+
+// errLightDurable is the error of a light batch that changed what must
+// survive a power loss: a bug (deferFull was missed), caught before COMMIT.
+var errLightDurable = errors.New("internal error: a light batch changed what must survive a power loss")
 
 func (b *batch) apply(o *op) (result, error) {
 	switch o.kind {
@@ -157,6 +165,9 @@ func (b *batch) grant(name string, r row) lease.Grant {
 }
 
 func (b *batch) acquire(o *op) (result, error) {
+	if b.light {
+		return b.acquireLight(o) // queue.go
+	}
 	if granted, res, err := b.grantFree(o); granted || err != nil {
 		if granted {
 			err = b.record(lease.EventGrant, o.name, res.grant.Token, o.owner, "", "", time.Time{}) // history.go

@@ -106,12 +106,12 @@ func TestFailedSync(t *testing.T) {
 	}
 }
 
-// TestFailedSyncLight: the same failed fsync met by a waiting call's light
-// batch (queue.go), which commits without a sync and syncs the -wal itself
-// once it has granted (syncLight). Its COMMIT succeeded, so the grant may be
-// on disk: the call is answered with an error matching lease.ErrUnknown (and
-// lease.ErrUnavailable), never "rolled back, nothing written", and the store
-// fails closed. Two ways in: the name handed to the parked call when the
+// TestFailedSyncLight: the same failed fsync met by a grant a waiting
+// call's light batch (queue.go) found it could make: the light batch, which
+// commits without a sync, leaves it to a full batch (deferFull), whose
+// COMMIT's sync fails. The grant may be on disk: the call is answered with
+// an error matching lease.ErrUnknown (and lease.ErrUnavailable), never
+// "rolled back, nothing written", and the store fails closed. Two ways in: the name handed to the parked call when the
 // lease on it expires, and the call's own first try, light because the name
 // looked held, granting because the lease expired while the writer was busy.
 func TestFailedSyncLight(t *testing.T) {
@@ -151,7 +151,7 @@ func TestFailedSyncLight(t *testing.T) {
 			}
 			var failed *sqlite.FailedError
 			if err := s.Health(ctx); !errors.As(err, &failed) {
-				t.Errorf("Health after the light batch's failed sync: %v; want a *FailedError", err)
+				t.Errorf("Health after the deferred grant's failed sync: %v; want a *FailedError", err)
 			}
 			if err := acquireErr(ctx, s, "later", "h"); !errors.As(err, &failed) || errors.Is(err, lease.ErrUnknown) {
 				t.Errorf("Acquire after: %v; want a *FailedError, refused (not lease.ErrUnknown)", err)

@@ -93,8 +93,13 @@ func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
 		if err != nil {
 			return ops, nil, err
 		}
+		if b.deferred {
+			// Left for a full batch, having written nothing (queue.go:
+			// deferFull): not answered, so nothing to abandon.
+			b.deferred, r = false, result{err: errDeferred}
+		}
 		results = append(results, r)
-		if o.parked != nil && !errors.Is(r.err, lease.ErrHeld) {
+		if o.parked != nil && r.err != errDeferred && !errors.Is(r.err, lease.ErrHeld) {
 			// The call is answered by this try: one call, one effect.
 			o.parked.state.CompareAndSwap(opPending, opAbandoned)
 		}
@@ -114,8 +119,9 @@ func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
 
 // finish writes what the batch writes once (the token counter, if it
 // moved, and the history's events: part of the transaction, so an event is
-// committed exactly when its change is) and commits; a light batch that
-// changed what must survive a power loss then syncs the -wal.
+// committed exactly when its change is) and commits. A light batch must
+// have changed nothing that must survive a power loss (queue.go:
+// deferFull): one that did is a bug, refused before its COMMIT.
 func (b *batch) finish() error {
 	w := b.s.w
 	if b.counter != b.first {
@@ -124,6 +130,9 @@ func (b *batch) finish() error {
 		}
 	}
 	b.durable = b.durable || b.counter != b.first
+	if b.light && (b.durable || len(b.events) > 0) {
+		return errLightDurable
+	}
 	if err := b.writeHistory(); err != nil { // history.go
 		return err
 	}
@@ -131,14 +140,8 @@ func (b *batch) finish() error {
 	if _, err := w.commit.ExecContext(b.ctx); err != nil {
 		return fmt.Errorf("%w: %w", errCommit, err)
 	}
-	if b.light && b.durable {
+	if b.light {
 		w.hook("light-committed")
-		if err := b.s.syncLight(); err != nil {
-			// Committed, perhaps not durable: the outcome is in doubt, the
-			// batch must not run again, and the store fails closed, as
-			// after any failed sync.
-			return fmt.Errorf("%w: %w", errCommit, b.s.fail(err))
-		}
 	}
 	w.hook("after-commit")
 	return nil

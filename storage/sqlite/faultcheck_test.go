@@ -24,6 +24,7 @@ type ack struct {
 type childRun struct {
 	integrity string   // its PRAGMA integrity_check answer
 	acks      []ack    // in the order printed
+	seen      []ack    // grants a reader saw (PICKET_TEST_READER)
 	other     []string // anything else, "error ..." above all
 	killed    bool     // it died of SIGKILL
 }
@@ -41,9 +42,13 @@ func parseRun(out []byte) childRun {
 			r.integrity = s
 			continue
 		}
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "ack" {
+		if f := strings.Fields(line); len(f) == 4 && (f[0] == "ack" || f[0] == "seen") {
 			if tok, err := token.Parse(f[1]); err == nil {
-				r.acks = append(r.acks, ack{tok, f[2], f[3]})
+				if f[0] == "ack" {
+					r.acks = append(r.acks, ack{tok, f[2], f[3]})
+				} else {
+					r.seen = append(r.seen, ack{tok, f[2], f[3]})
+				}
 				continue
 			}
 		}
@@ -81,10 +86,14 @@ func startFault(t *testing.T, ctx context.Context, mode, path, id string, env ..
 
 // tokenLog checks the tokens of a series of child runs against the promise:
 // every token a run acknowledges exceeds every token acknowledged in the
-// runs before it (a restart never goes back), and no token is acknowledged
-// twice, nor one the file already holds for a grant nobody was told of.
+// runs before it (a restart never goes back), and every token a reader saw
+// in them (what a store shows is on disk: a grant shown and then taken back
+// by a power loss would be shown again for another holder), and no token
+// is acknowledged twice, nor one the file already holds for a grant nobody
+// was told of.
 type tokenLog struct {
 	highest    token.Token         // highest acknowledged so far
+	shown      ack                 // the grant of the highest token a reader saw so far
 	seen       map[token.Token]ack // every acknowledged grant
 	unacked    map[token.Token]ack // committed, never acknowledged
 	violations []string            // what broke the promise
@@ -105,6 +114,9 @@ func (l *tokenLog) add(i int, acks []ack) {
 	for _, a := range acks {
 		if a.tok <= before {
 			l.violate("run %d: token %d granted for %q after %d was acknowledged in an earlier run", i, a.tok, a.name, before)
+		} else if a.tok <= l.shown.tok {
+			l.violate("run %d: token %d granted to %s for %q after a reader saw token %d granted to %s in an earlier run",
+				i, a.tok, a.holder, a.name, l.shown.tok, l.shown.holder)
 		}
 		if prev, ok := l.seen[a.tok]; ok {
 			l.violate("run %d: token %d granted twice: to %s for %q, before to %s for %q", i, a.tok, a.holder, a.name, prev.holder, prev.name)
@@ -116,6 +128,16 @@ func (l *tokenLog) add(i int, acks []ack) {
 		l.highest = max(l.highest, a.tok)
 	}
 	l.acks += len(acks)
+}
+
+// addShown notes the grants a reader saw in run i (after add for that run:
+// they bind the runs after it).
+func (l *tokenLog) addShown(seen []ack) {
+	for _, a := range seen {
+		if a.tok > l.shown.tok {
+			l.shown = a
+		}
+	}
 }
 
 // report fails t with the violations, at most 20 of them.
@@ -181,10 +203,14 @@ func TestTokenLogCatches(t *testing.T) {
 		{"reissued", ack{}, []ack{{3, "c", "h3"}}, 2}, // not above 3, and twice
 		{"committed for another", ack{4, "x", "hx"}, []ack{{4, "c", "h3"}}, 1},
 		{"committed, same holder", ack{4, "x", "hx"}, []ack{{4, "x", "hx"}}, 0},
+		{"shown, then granted again", ack{}, []ack{{5, "s", "h3"}}, 1}, // a reader saw 5 in run 0
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newTokenLog()
 			l.add(0, first)
+			if tc.name == "shown, then granted again" {
+				l.addShown([]ack{{5, "s", "h9"}})
+			}
 			if tc.unacked.tok != 0 {
 				l.unacked[tc.unacked.tok] = tc.unacked
 			}

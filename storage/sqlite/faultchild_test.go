@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -38,10 +39,16 @@ import (
 //	                         (default 1), its workers shared among them:
 //	                         each Store waits as a process of its own
 //	PICKET_TEST_LIGHT_DELAY  if set, how long each Store's writer sleeps
-//	                         between a light batch's COMMIT and its sync
-//	                         (hook point "light-committed"): the window in
-//	                         which another Store can see a grant that is
-//	                         not on disk yet, made wide
+//	                         after a light batch's COMMIT, before it
+//	                         answers (hook point "light-committed"): the
+//	                         window in which another Store can read what
+//	                         the batch changed although it is not on disk,
+//	                         made wide
+//	PICKET_TEST_READER       if set (with PICKET_TEST_WAITING), a Store of
+//	                         its own reads the name the workers wait for,
+//	                         over and over (Get, as picket ls or another
+//	                         process would), and prints each grant it sees:
+//	                         "seen <token> <name> <owner, or ->"
 func init() {
 	childtest.Register("crash", crashChild)
 	childtest.Register("power", grantChild)
@@ -150,6 +157,27 @@ func grantChild() int {
 				if err != nil {
 					cancel()
 				}
+			}
+		})
+	}
+	if os.Getenv("PICKET_TEST_READER") != "" && waiting {
+		r, err := sqlite.Open(path)
+		if err != nil {
+			fmt.Printf("error open the reader: %v\n", err)
+			return 1
+		}
+		defer r.Close()
+		wg.Go(func() {
+			var last lease.Info
+			for ctx.Err() == nil {
+				in, err := r.Get(ctx, "wait")
+				if err != nil || in.Token == last.Token {
+					continue // not held, or seen
+				}
+				last = in
+				mu.Lock()
+				fmt.Printf("seen %d %s %s\n", in.Token, in.Name, cmp.Or(in.Owner, "-"))
+				mu.Unlock()
 			}
 		})
 	}

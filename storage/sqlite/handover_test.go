@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,44 +361,5 @@ func TestHandOverRolledBack(t *testing.T) {
 	}
 	if n := sqlite.Waiting(s, "x"); n != 0 {
 		t.Errorf("%d rows wait for %q in the file after the only waiter returned", n, "x")
-	}
-}
-
-// TestReleaseHandOverClaimSyncsNothing: a release that hands its name to a
-// call waiting in another Store of the file (another process, as far as
-// the file knows) commits that grant with its own synced COMMIT, so the
-// waiter's claim has nothing to sync: over five hand-overs the waiter's
-// Store syncs the -wal after none of its light batches. Only a grant a light
-// batch made is claimed with a sync (TestPowerLossWaitingStores); this
-// checks that the rule costs the common hand-over nothing. Its mutant:
-// testdata/controls/handover-unsynced, every hand-over to another process
-// marked as unsynced.
-func TestReleaseHandOverClaimSyncsNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "picket.db")
-	a, b := mustOpenPath(t, path), mustOpenPath(t, path)
-	var syncs atomic.Int32
-	sqlite.SetStoreHook(b, func(point string) {
-		if point == "light-committed" {
-			syncs.Add(1)
-		}
-	})
-	ctx := ctxT(t)
-	for i := range 5 {
-		held := acquire(t, a, "x", "a", time.Hour)
-		call := startWaiter(ctx, b, "x", "b")
-		waitInLine(t, b, "x", 1)
-		if err := a.Release(ctx, lease.ReleaseRequest{Name: "x", Holder: "a", Token: held.Token}); err != nil {
-			t.Fatalf("hand-over %d: release: %v", i, err)
-		}
-		r := receive(t, call)
-		if r.err != nil || r.grant.Token != held.Token+1 {
-			t.Fatalf("hand-over %d: the waiter got %+v, %v; want the next token, %d", i, r.grant, r.err, held.Token+1)
-		}
-		if err := b.Release(ctx, lease.ReleaseRequest{Name: "x", Holder: "b", Token: r.grant.Token}); err != nil {
-			t.Fatalf("hand-over %d: the waiter's release: %v", i, err)
-		}
-	}
-	if n := syncs.Load(); n != 0 {
-		t.Errorf("the waiting Store synced the -wal after %d light batches; want none: a release's hand-over is on disk when the waiter is rung", n)
 	}
 }

@@ -6,9 +6,9 @@ package sqlite
 //	"take-in":       a batch that takes in late ops applied those it has
 //	                 and is about to look for more (writer.go: joinBatch);
 //	"before-commit": a batch's statements ran, COMMIT is about to be sent;
-//	"light-committed": a light batch that turned out to change what must
-//	                 survive a power loss committed with synchronous=NORMAL
-//	                 and is about to sync the -wal (exec.go: finish);
+//	"light-committed": a light batch (queue.go) committed with
+//	                 synchronous=NORMAL, none of its callers answered yet:
+//	                 its changes are readable by every process, not on disk;
 //	"after-commit":  COMMIT returned, no caller of the batch answered yet;
 //	"answering":     the batch committed and the Store has taken in what it
 //	                 did (its waiters rows, quotas, watches: committed);

@@ -73,11 +73,11 @@ func TestPowerLoss(t *testing.T) {
 // waiting calls. Each child's workers wait (Wait 2 s) for one name held
 // by 20 ms leases, each call with a holder of its own, so that nearly every
 // grant is made by a waiting call's poll, in a light batch
-// (queue.go: committed with synchronous=NORMAL): such a batch that grants
-// a token must sync the -wal before anyone is answered (syncLight).
-// Checked: no token acknowledged before a power loss is granted again, and
-// none twice. Its mutant (.ci/mutants): testdata/controls/light-unsynced,
-// a light batch that grants is answered without the sync. One name, not
+// (queue.go: committed with synchronous=NORMAL), which must then leave
+// the grant to a full batch (deferFull). Checked: no token acknowledged
+// before a power loss is granted again, and none twice. Its mutant
+// (.ci/mutants): testdata/controls/light-grants-unsynced, a light batch
+// grants and is answered without a sync. One name, not
 // two: with two, the lease on each expired at nearly the same moment, the
 // call granted one (light) asked for the other at once, found it free and
 // was granted it in a full batch, which synced the light grant too; the
@@ -99,7 +99,7 @@ func powerLossWaiting(t *testing.T, env ...string) {
 	if log.acks == 0 {
 		t.Fatal("no grant was acknowledged")
 	}
-	t.Logf("%d acknowledged grants, %d violations", log.acks, len(log.violations))
+	t.Logf("%d acknowledged grants, %d violations; the highest token a reader saw: %d", log.acks, len(log.violations), log.shown.tok)
 }
 
 // powerLossCycles runs the cycles with pragma (if any) run on every child's
@@ -142,6 +142,7 @@ func powerLossCycles(t *testing.T, pragma string, cycles int, budget time.Durati
 			log.violate("cycle %d: integrity_check after the power loss before: %q", c, run.integrity)
 		}
 		log.add(c, run.acks)
+		log.addShown(run.seen)
 	}
 	// One more child opens the file after the last power loss.
 	cmd, ready, finish := startFault(t, ctx, "power", path, "last", append(env, "PICKET_TEST_PRAGMAS="+pragma)...)
@@ -175,16 +176,32 @@ func powerLossCycles(t *testing.T, pragma string, cycles int, budget time.Durati
 
 // TestPowerLossWaitingStores: TestPowerLossWaiting's cycles with the
 // child's workers in two Stores, each waiting as a process of its own, and
-// each Store's writer sleeping 20 ms between a light batch's COMMIT and its
-// sync (hook point "light-committed"). A light batch commits with
+// each Store's writer sleeping 20 ms after a light batch's COMMIT (hook
+// point "light-committed"). A light batch commits with
 // synchronous=NORMAL, so its frames are in the -wal, readable by every
-// process, before they are on disk: a poll of one Store that serves the
-// queue may grant the name to the other Store's row, and the other Store's
-// own poll (its wait for the lease's end, or the bell's tick) then finds
-// the grant and claims it in a light batch of its own. The claim must not
-// be answered before the grant is on disk: after a power loss the token
-// would be handed out again. Checked as TestPowerLossWaiting: no token
-// acknowledged before a power loss granted again, none twice.
+// process, before they are on disk: had a poll of one Store granted the
+// name to the other Store's row in a light batch, the other Store's own
+// poll (its wait for the lease's end, or the bell's tick) could claim the
+// grant and answer its token before it was on disk, and after a power loss
+// the token would be handed out again. Checked as TestPowerLossWaiting: no
+// token acknowledged before a power loss granted again, none twice. Its
+// mutant: testdata/controls/light-grants-unsynced.
 func TestPowerLossWaitingStores(t *testing.T) {
 	powerLossWaiting(t, "PICKET_TEST_STORES=2", "PICKET_TEST_LIGHT_DELAY=20ms")
+}
+
+// TestPowerLossReaders: TestPowerLossWaitingStores's cycles with a reader
+// in the child, a Store of its own that reads the name over and over, as
+// picket ls, a watch or the status page of another process would. What a
+// store shows must be on disk: a grant shown, then taken back by a power
+// loss, is later granted again, to another holder, with the same token,
+// and whoever acted on the first sight (an election's follower, an
+// operator) was told of a token that was handed out twice. A light batch
+// (queue.go) commits with synchronous=NORMAL, so it must never commit a
+// grant: checked as TestPowerLossWaiting, and besides that every token
+// granted after a power loss exceeds every token a reader saw before it.
+// Its mutant: testdata/controls/light-grants (a light batch grants and
+// syncs after its COMMIT, as before this check).
+func TestPowerLossReaders(t *testing.T) {
+	powerLossWaiting(t, "PICKET_TEST_STORES=2", "PICKET_TEST_LIGHT_DELAY=20ms", "PICKET_TEST_READER=1")
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/picketlock/picket/lease"
@@ -166,9 +165,7 @@ func (b *batch) serveRow(name string, w waiterRow) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// A light batch's grant is readable before it is on disk: its claimer
-	// syncs first (poll).
-	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), int64(r.expires), b.s.bell.id, b.light, w.seq); err != nil {
+	if _, err := b.s.w.markWaiter.ExecContext(b.ctx, int64(r.token), int64(r.expires), b.s.bell.id, w.seq); err != nil {
 		return false, fmt.Errorf("hand %q over: %w", name, err)
 	}
 	b.rung = append(b.rung, rung{process: w.process, seq: w.seq, name: name})
@@ -240,23 +237,21 @@ func (b *batch) grantTo(name, holder, owner string, ttl, life, lockDelay time.Du
 // row and tries the acquire once more without queueing.
 func (b *batch) poll(o *op) (result, error) {
 	var tok, exp int64
-	var unsynced bool
-	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok, &exp, &unsynced)
+	err := b.s.w.waiterRow.QueryRowContext(b.ctx, o.seq).Scan(&tok, &exp)
 	found := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return result{}, fmt.Errorf("read waiter %d: %w", o.seq, err)
 	}
 	if found && tok > 0 {
+		// The grant was made by a full batch, so it is on disk (every
+		// batch that grants is full: deferFull); the claim only deletes
+		// the row, which a light batch may.
 		if err := b.dropWaiter(o.seq); err != nil {
 			return result{}, err
 		}
-		// Granted by another process's light batch, which may not have
-		// synced it yet: the claim is answered only once the -wal is
-		// synced (this batch's own sync covers the granter's frames).
-		b.durable = b.durable || unsynced
 		return b.claim(o, token.Token(tok), time.Duration(exp)), nil
 	}
-	if _, err := b.revokeLapsed(o.name, false); err != nil {
+	if _, err := b.revokeLapsed(o.name, false); err != nil || b.deferred {
 		return result{}, err
 	}
 	try := &op{kind: opAcquire, name: o.name, holder: o.holder, owner: o.owner, ttl: o.ttl, lockDelay: o.lockDelay}
@@ -271,7 +266,7 @@ func (b *batch) poll(o *op) (result, error) {
 		try.parked, try.seq = o.parked, o.seq // queue again
 	default:
 		res, err := b.acquireInQuota(try)
-		if err == nil && !errors.Is(res.err, lease.ErrHeld) {
+		if err == nil && !b.deferred && !errors.Is(res.err, lease.ErrHeld) {
 			// Answered (the holder's own lease extended, or a refusal): a
 			// row must live only while its call waits, or a later
 			// release would grant the holder a lease nobody asked for.
@@ -317,6 +312,9 @@ func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 	if granter && by != b.s.bell.id || !granter && (by == b.s.bell.id || b.s.alive(by)) {
 		return false, nil
 	}
+	if b.deferFull() {
+		return false, nil
+	}
 	if err := b.recordRow(lease.EventExpire, name, token.Token(tok), "not claimed"); err != nil { // history.go
 		return false, err
 	}
@@ -335,7 +333,7 @@ func (b *batch) revokeLapsed(name string, granter bool) (bool, error) {
 // lapsed, the name goes to the next waiter.
 func (b *batch) lapse(o *op) (result, error) {
 	revoked, err := b.revokeLapsed(o.name, true)
-	if err != nil || !revoked {
+	if err != nil || !revoked { // (not revoked when deferred)
 		return result{}, err
 	}
 	_, err = b.serve(o.name)
@@ -346,17 +344,26 @@ func (b *batch) lapse(o *op) (result, error) {
 // polls, its claim) change only waiters rows, which a power loss may take
 // back: after a power loss every process is gone, and so is every waiter.
 // Such a batch commits with synchronous=NORMAL: written to the -wal, not
-// synced, which spares the hand-over to another process an fsync per grant.
-// A light batch that turns out to change more (a try or a poll that grants
-// a new token, a lapsed grant taken back) syncs the -wal before anyone is
-// answered (syncLight). Whatever a later durable commit of any process syncs, it
-// syncs after the light batch's frames, which come first in the -wal.
+// synced, which spares the hand-over to another process an fsync per
+// claim. But what a batch commits is readable at once by every process
+// (picket ls, a watch, another process's poll), synced or not: so a light
+// batch never commits what must survive a power loss. An op of a light
+// batch that would (a try or a poll that finds the name free and would
+// grant it or serve the queue, the holder's own lease extended, a lapsed
+// grant taken back) writes nothing and is left for a full batch, which
+// runs right after the light one commits (deferFull; writer.go: runBatch):
+// every grant, in every batch, is on disk before anyone can read it
+// (TestPowerLossReaders). A waiting call's first try is light only when
+// the name looks held (heldNow), so that this costs an extra transaction
+// only when the guess was wrong, or the poll is the one that serves.
 
 // lightBatch reports whether ops are all a waiting call's or the writer's
-// own.
+// own, none of them left by a light batch already.
 func lightBatch(ops []*op) bool {
 	for _, o := range ops {
 		switch {
+		case o.full:
+			return false
 		case o.kind == opWait, o.kind == opLapse, o.kind == opSync:
 		case o.kind == opAcquire && o.parked != nil && o.light:
 		default:
@@ -366,9 +373,35 @@ func lightBatch(ops []*op) bool {
 	return true
 }
 
+// deferFull reports whether the batch is light, and then marks the op
+// being applied as left for a full batch: its caller returns at once,
+// having written nothing.
+func (b *batch) deferFull() bool {
+	if b.light {
+		b.deferred = true
+	}
+	return b.light
+}
+
+// acquireLight is acquire in a light batch: it queues the call if the name
+// is held by someone else (held), and leaves anything else (a grant, the
+// holder's own lease extended, an expiry recorded) for a full batch.
+func (b *batch) acquireLight(o *op) (result, error) {
+	r, found, err := b.row(o.name)
+	if err != nil {
+		return result{}, err
+	}
+	own := found && b.now < r.expires && r.holder == o.holder
+	if free := r.expires + r.lockDelay; found && !own && b.now < free {
+		return b.held(o, r, free)
+	}
+	b.deferFull()
+	return result{}, nil
+}
+
 // heldNow reports whether name looks held, from the read pool: a waiting
 // call's first try is light only if it will most likely queue (a guess:
-// when it is wrong, syncLight makes the grant durable).
+// when it is wrong, the try is left for a full batch).
 func (s *Store) heldNow(ctx context.Context, name string) bool {
 	var one int
 	err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM leases WHERE name = ? AND expires_at + lock_delay_ms * 1000000 > ?",
@@ -377,26 +410,10 @@ func (s *Store) heldNow(ctx context.Context, name string) bool {
 }
 
 // setSync sets the writer connection's synchronous mode (outside a
-// transaction).
+// transaction: SQLite refuses to change it inside one).
 func (s *Store) setSync(ctx context.Context, mode string) error {
 	if _, err := s.w.conn.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
 		return fmt.Errorf("synchronous %s: %w", mode, err)
-	}
-	return nil
-}
-
-// syncLight makes a committed light batch durable: it syncs the -wal, as a
-// commit with synchronous=FULL would have, through a descriptor of its own
-// (read-only: SQLite locks the database and -shm files, never the -wal, so
-// closing it drops no lock). It takes no lock, so it cannot be busy.
-func (s *Store) syncLight() error {
-	f, err := os.Open(s.real + "-wal")
-	if err != nil {
-		return fmt.Errorf("sync the -wal: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync the -wal: %w", err)
 	}
 	return nil
 }

@@ -102,11 +102,11 @@ func (w *writer) prepare(ctx context.Context) error {
 		{&w.markWatched, "INSERT INTO ended (name, token, expires_at) VALUES (?, 0, 0) ON CONFLICT (name) DO NOTHING"},
 		{&w.waitersOf, `SELECT seq, holder, owner, ttl_ms, lock_delay_ms, process
 			FROM waiters WHERE name = ? AND token = 0 ORDER BY seq LIMIT ?`},
-		{&w.waiterRow, "SELECT token, lease_expires, unsynced FROM waiters WHERE seq = ?"},
+		{&w.waiterRow, "SELECT token, lease_expires FROM waiters WHERE seq = ?"},
 		{&w.enqueue, `INSERT INTO waiters (name, holder, owner, ttl_ms, lock_delay_ms, process)
 			VALUES (?, ?, ?, ?, ?, ?)`},
 		{&w.dropWaiter, "DELETE FROM waiters WHERE seq = ?"},
-		{&w.markWaiter, "UPDATE waiters SET token = ?, lease_expires = ?, granted_by = ?, unsynced = ? WHERE seq = ?"},
+		{&w.markWaiter, "UPDATE waiters SET token = ?, lease_expires = ?, granted_by = ? WHERE seq = ?"},
 		// An unclaimed grant to a waiter, past the claim window: the
 		// waiter's row is still marked with the lease's token.
 		{&w.lapsed, `SELECT w.seq, l.token, w.granted_by FROM leases l JOIN waiters w ON w.name = l.name AND w.token = l.token

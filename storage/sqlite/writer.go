@@ -65,6 +65,10 @@ type op struct {
 	seq   int64
 	final bool
 	light bool // a waiting call's first try that will most likely queue (queue.go: lightBatch)
+	// full: a light batch found that the op changes what must survive a
+	// power loss, which it never commits; the op runs again at once in a
+	// full batch (queue.go: deferFull).
+	full bool
 
 	// For a parked op (wait.go): row is the seq of its waiters row once a
 	// batch committed it (0 before); wake says that the row may have been
@@ -304,7 +308,13 @@ func (s *Store) runBatch(batch []*op, last int) []*op {
 	}
 	took := time.Since(start)
 	s.w.hook("answering")
+	var full []*op
 	for i, o := range batch {
+		if results[i].err == errDeferred {
+			o.full = true
+			full = append(full, o)
+			continue
+		}
 		o.res = results[i]
 		close(o.done)
 	}
@@ -316,7 +326,10 @@ func (s *Store) runBatch(batch []*op, last int) []*op {
 		close(p.done)
 	}
 	if s.batchHook != nil {
-		s.batchHook(len(batch)+len(handed), took)
+		s.batchHook(len(batch)+len(handed)-len(full), took)
+	}
+	if len(full) > 0 {
+		s.runBatch(full, 0) // queue.go: deferFull
 	}
 	return batch
 }
