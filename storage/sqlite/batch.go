@@ -37,7 +37,7 @@ type batch struct {
 
 	// durable: the batch changed what must survive a power loss before
 	// anyone is told; light: the batch commits with synchronous=NORMAL, so
-	// it must not (queue.go: lightBatch); deferred: the op being applied
+	// it must not (light.go: lightBatch); deferred: the op being applied
 	// would have, and is left for a full batch (deferFull).
 	durable, light, deferred bool
 
@@ -90,7 +90,7 @@ func (b *batch) queued() bool { return b.waiting || len(b.enq) > 0 }
 var errCommit = errors.New("commit")
 
 // errDeferred is the result of an op a light batch left for a full one
-// (queue.go: deferFull); it never reaches a caller.
+// (light.go: deferFull); it never reaches a caller.
 var errDeferred = errors.New("deferred to a full batch")
 
 // errLightDurable is the error of a light batch that changed what must
@@ -166,7 +166,7 @@ func (b *batch) grant(name string, r row) lease.Grant {
 
 func (b *batch) acquire(o *op) (result, error) {
 	if b.light {
-		return b.acquireLight(o) // queue.go
+		return b.acquireLight(o) // light.go
 	}
 	if granted, res, err := b.grantFree(o); granted || err != nil {
 		if granted {

@@ -107,7 +107,7 @@ func TestFailedSync(t *testing.T) {
 }
 
 // TestFailedSyncLight: the same failed fsync met by a grant a waiting
-// call's light batch (queue.go) found it could make: the light batch, which
+// call's light batch (light.go) found it could make: the light batch, which
 // commits without a sync, leaves it to a full batch (deferFull), whose
 // COMMIT's sync fails. The grant may be on disk: the call is answered with
 // an error matching lease.ErrUnknown (and lease.ErrUnavailable), never

@@ -18,7 +18,7 @@ import (
 // are appended to *handed, even when the batch then fails, and their
 // results come back in handedRes.
 //
-// The batch's jobs, in order: its sync mode (a light batch's, queue.go),
+// The batch's jobs, in order: its sync mode (a light batch's, light.go),
 // BEGIN and the batch's head (open), the ops (applyAll), what it writes
 // once before COMMIT and COMMIT itself (finish), and, once committed, the
 // news for the rest of the Store (committed).
@@ -28,7 +28,7 @@ import (
 func (s *Store) execBatch(opsp *[]*op, handed *[]*op, join func([]*op) []*op) (results, handedRes []result, err error) {
 	ctx := context.Background()
 	ops := *opsp
-	light := lightBatch(ops) // queue.go
+	light := lightBatch(ops) // light.go
 	if light {
 		if err := s.setSync(ctx, "NORMAL"); err != nil {
 			return nil, nil, err

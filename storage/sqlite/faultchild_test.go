@@ -34,7 +34,7 @@ import (
 //	                         name held by 20 ms leases, each call with a
 //	                         holder of its own, instead of granting fresh
 //	                         names: nearly every grant is then made in a
-//	                         waiting call's light batch (queue.go)
+//	                         waiting call's light batch (light.go)
 //	PICKET_TEST_STORES       how many Stores the child opens on the file
 //	                         (default 1), its workers shared among them:
 //	                         each Store waits as a process of its own

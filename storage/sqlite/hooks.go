@@ -6,7 +6,7 @@ package sqlite
 //	"take-in":       a batch that takes in late ops applied those it has
 //	                 and is about to look for more (writer.go: joinBatch);
 //	"before-commit": a batch's statements ran, COMMIT is about to be sent;
-//	"light-committed": a light batch (queue.go) committed with
+//	"light-committed": a light batch (light.go) committed with
 //	                 synchronous=NORMAL, none of its callers answered yet:
 //	                 its changes are readable by every process, not on disk;
 //	"after-commit":  COMMIT returned, no caller of the batch answered yet;

@@ -72,8 +72,8 @@ func TestPowerLoss(t *testing.T) {
 // TestPowerLossWaiting: TestPowerLoss's cycles with the grants made by
 // waiting calls. Each child's workers wait (Wait 2 s) for one name held
 // by 20 ms leases, each call with a holder of its own, so that nearly every
-// grant is made by a waiting call's poll, in a light batch
-// (queue.go: committed with synchronous=NORMAL), which must then leave
+// grant is found by a waiting call's poll, in a light batch
+// (light.go: committed with synchronous=NORMAL), which must then leave
 // the grant to a full batch (deferFull). Checked: no token acknowledged
 // before a power loss is granted again, and none twice. Its mutant
 // (.ci/mutants): testdata/controls/light-grants-unsynced, a light batch
@@ -197,7 +197,7 @@ func TestPowerLossWaitingStores(t *testing.T) {
 // loss, is later granted again, to another holder, with the same token,
 // and whoever acted on the first sight (an election's follower, an
 // operator) was told of a token that was handed out twice. A light batch
-// (queue.go) commits with synchronous=NORMAL, so it must never commit a
+// (light.go) commits with synchronous=NORMAL, so it must never commit a
 // grant: checked as TestPowerLossWaiting, and besides that every token
 // granted after a power loss exceeds every token a reader saw before it.
 // Its mutant: testdata/controls/light-grants (a light batch grants and

@@ -64,10 +64,10 @@ type op struct {
 	// was granted) and the acquire tried one last time.
 	seq   int64
 	final bool
-	light bool // a waiting call's first try that will most likely queue (queue.go: lightBatch)
+	light bool // a waiting call's first try that will most likely queue (light.go: lightBatch)
 	// full: a light batch found that the op changes what must survive a
 	// power loss, which it never commits; the op runs again at once in a
-	// full batch (queue.go: deferFull).
+	// full batch (light.go: deferFull).
 	full bool
 
 	// For a parked op (wait.go): row is the seq of its waiters row once a
@@ -329,7 +329,7 @@ func (s *Store) runBatch(batch []*op, last int) []*op {
 		s.batchHook(len(batch)+len(handed)-len(full), took)
 	}
 	if len(full) > 0 {
-		s.runBatch(full, 0) // queue.go: deferFull
+		s.runBatch(full, 0) // light.go: deferFull
 	}
 	return batch
 }
