@@ -164,21 +164,31 @@ func (b *batch) grant(name string, r row) lease.Grant {
 	return lease.Grant{Name: name, Holder: r.holder, Owner: r.owner, Token: r.token, TTL: r.ttl, Expires: b.render(r.expires)}
 }
 
+// acquire grants o.name if it is free, extends the holder's own lease, or
+// finds the name held (and queues a waiting call: held). A light batch
+// only queues: anything else it leaves, unwritten, to a full batch
+// (light.go: deferFull).
 func (b *batch) acquire(o *op) (result, error) {
-	if b.light {
-		return b.acquireLight(o) // light.go
-	}
-	if granted, res, err := b.grantFree(o); granted || err != nil {
-		if granted {
-			err = b.record(lease.EventGrant, o.name, res.grant.Token, o.owner, "", "", time.Time{}) // history.go
+	if !b.light {
+		if granted, res, err := b.grantFree(o); granted || err != nil {
+			if granted {
+				err = b.record(lease.EventGrant, o.name, res.grant.Token, o.owner, "", "", time.Time{}) // history.go
+			}
+			return res, err
 		}
-		return res, err
 	}
 	r, found, err := b.row(o.name)
 	if err != nil {
 		return result{}, err
 	}
-	if found && b.now < r.expires && r.holder == o.holder {
+	own := found && b.now < r.expires && r.holder == o.holder
+	if free := r.expires + r.lockDelay; found && !own && b.now < free {
+		return b.held(o, r, free)
+	}
+	if b.deferFull() { // all that follows must survive a power loss
+		return result{}, nil
+	}
+	if own {
 		// The holder asks again (a retry after a lost answer): the same
 		// grant, extended.
 		b.durable = true
@@ -190,9 +200,6 @@ func (b *batch) acquire(o *op) (result, error) {
 		return result{grant: b.grant(o.name, r)}, nil
 	}
 	if found {
-		if free := r.expires + r.lockDelay; b.now < free {
-			return b.held(o, r, free)
-		}
 		if err := b.recordExpiry(o.name, r, ""); err != nil { // history.go
 			return result{}, err
 		}

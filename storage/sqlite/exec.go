@@ -94,7 +94,7 @@ func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
 			return ops, nil, err
 		}
 		if b.deferred {
-			// Left for a full batch, having written nothing (queue.go:
+			// Left for a full batch, having written nothing (light.go:
 			// deferFull): not answered, so nothing to abandon.
 			b.deferred, r = false, result{err: errDeferred}
 		}
@@ -120,7 +120,7 @@ func (b *batch) applyAll(ops []*op) ([]*op, []result, error) {
 // finish writes what the batch writes once (the token counter, if it
 // moved, and the history's events: part of the transaction, so an event is
 // committed exactly when its change is) and commits. A light batch must
-// have changed nothing that must survive a power loss (queue.go:
+// have changed nothing that must survive a power loss (light.go:
 // deferFull): one that did is a bug, refused before its COMMIT.
 func (b *batch) finish() error {
 	w := b.s.w

@@ -194,23 +194,23 @@ func TestTokenLogCatches(t *testing.T) {
 	first := []ack{{1, "a", "h1"}, {3, "b", "h2"}}
 	for _, tc := range []struct {
 		name    string
+		shown   []ack // what a reader saw in run 0
 		unacked ack
 		next    []ack
 		want    int // violations
 	}{
-		{"fine", ack{}, []ack{{5, "c", "h3"}, {4, "d", "h4"}}, 0},
-		{"backwards", ack{}, []ack{{2, "c", "h3"}}, 1},
-		{"reissued", ack{}, []ack{{3, "c", "h3"}}, 2}, // not above 3, and twice
-		{"committed for another", ack{4, "x", "hx"}, []ack{{4, "c", "h3"}}, 1},
-		{"committed, same holder", ack{4, "x", "hx"}, []ack{{4, "x", "hx"}}, 0},
-		{"shown, then granted again", ack{}, []ack{{5, "s", "h3"}}, 1}, // a reader saw 5 in run 0
+		{"fine", nil, ack{}, []ack{{5, "c", "h3"}, {4, "d", "h4"}}, 0},
+		{"backwards", nil, ack{}, []ack{{2, "c", "h3"}}, 1},
+		{"reissued", nil, ack{}, []ack{{3, "c", "h3"}}, 2}, // not above 3, and twice
+		{"committed for another", nil, ack{4, "x", "hx"}, []ack{{4, "c", "h3"}}, 1},
+		{"committed, same holder", nil, ack{4, "x", "hx"}, []ack{{4, "x", "hx"}}, 0},
+		{"shown, then granted again", []ack{{5, "s", "h9"}}, ack{}, []ack{{5, "s", "h3"}}, 1},
+		{"shown, then above it", []ack{{5, "s", "h9"}}, ack{}, []ack{{6, "s", "h3"}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newTokenLog()
 			l.add(0, first)
-			if tc.name == "shown, then granted again" {
-				l.addShown([]ack{{5, "s", "h9"}})
-			}
+			l.addShown(tc.shown)
 			if tc.unacked.tok != 0 {
 				l.unacked[tc.unacked.tok] = tc.unacked
 			}

@@ -15,8 +15,9 @@ import (
 // batch never commits what must survive a power loss. An op of a light
 // batch that would (a try or a poll that finds the name free and would
 // grant it or serve the queue, the holder's own lease extended, a lapsed
-// grant taken back) writes nothing and is left for a full batch, which
-// runs right after the light one commits (deferFull; writer.go: runBatch):
+// grant taken back) writes nothing and is left for a full batch (acquire
+// and revokeLapsed ask deferFull before they write), which
+// runs right after the light one commits (writer.go: runBatch):
 // every grant, in every batch, is on disk before anyone can read it
 // (TestPowerLossReaders). A waiting call's first try is light only when
 // the name looks held (heldNow), so that this costs an extra transaction
@@ -46,22 +47,6 @@ func (b *batch) deferFull() bool {
 		b.deferred = true
 	}
 	return b.light
-}
-
-// acquireLight is acquire in a light batch: it queues the call if the name
-// is held by someone else (held), and leaves anything else (a grant, the
-// holder's own lease extended, an expiry recorded) for a full batch.
-func (b *batch) acquireLight(o *op) (result, error) {
-	r, found, err := b.row(o.name)
-	if err != nil {
-		return result{}, err
-	}
-	own := found && b.now < r.expires && r.holder == o.holder
-	if free := r.expires + r.lockDelay; found && !own && b.now < free {
-		return b.held(o, r, free)
-	}
-	b.deferFull()
-	return result{}, nil
 }
 
 // heldNow reports whether name looks held, from the read pool: a waiting
