@@ -164,6 +164,11 @@ func FuzzHandler(f *testing.F) {
 		{"CONNECT", "/v1/acquire", "", "", "", false},
 		{"OPTIONS", "*", "", "", "", false},
 		{"GET", "/%76%31/leases", "", "", "", true},
+		{"GET", "/ui", "", "", "", false},
+		{"GET", "/ui/", "", "", "", true},
+		{"GET", "/ui/style.css", "", "", "", false},
+		{"POST", "/ui/revoke", "name=a&token=1", "", "", true},
+		{"PUT", "/ui", "", "", "", false},
 	} {
 		f.Add(s.method, s.target, []byte(s.body), s.fencing, s.auth, s.authOn)
 	}
@@ -209,6 +214,24 @@ func FuzzHandler(f *testing.F) {
 			(strings.HasPrefix(u.EscapedPath(), "/v1/kv/") || u.Path == "/metrics") {
 			return // a raw value or the metrics
 		}
+		ui := u.Path == "/ui" || strings.HasPrefix(u.Path, "/ui/")
+		if ui {
+			// The status page answers HTML (or its stylesheet, or a
+			// redirect after a form), has its own sign-in, and answers
+			// JSON only where it refuses a method, as the API does.
+			ct := rec.Header().Get("Content-Type")
+			switch {
+			case strings.HasPrefix(ct, "text/html;"):
+				if method != "HEAD" && !bytes.HasPrefix(rec.Body.Bytes(), []byte("<!doctype html>")) {
+					t.Fatalf("%s %q: %d HTML answer is not a page: %q", method, target, rec.Code, rec.Body)
+				}
+				return
+			case strings.HasPrefix(ct, "text/css;") && rec.Code == 200:
+				return
+			case rec.Code == http.StatusSeeOther && rec.Header().Get("Location") != "":
+				return
+			}
+		}
 		if _, err := parseJSON(rec.Body.Bytes()); err != nil {
 			t.Fatalf("%s %q: %d answer is not one JSON value (%v): %q", method, target, rec.Code, err, rec.Body)
 		}
@@ -217,7 +240,7 @@ func FuzzHandler(f *testing.F) {
 		}
 		scheme, cred, _ := strings.Cut(auth, " ")
 		authorized := strings.EqualFold(scheme, "Bearer") && cred == "tok"
-		open := u.Path == "/healthz" || u.Path == "/metrics"
+		open := u.Path == "/healthz" || u.Path == "/metrics" || ui // the page signs in on its own
 		if authOn && !authorized && !open && rec.Code != 401 && rec.Code != 400 {
 			t.Fatalf("%s %q without the token: %d, want 401", method, target, rec.Code)
 		}
