@@ -6,17 +6,24 @@ import (
 )
 
 // Light batches. A waiting call's own batches (its try that queues it, its
-// polls, its claim) change only waiters rows, which a power loss may take
-// back: after a power loss every process is gone, and so is every waiter.
+// polls that find nothing to claim) change only waiters rows, which a power
+// loss may take back: after a power loss every process is gone, and so is
+// every waiter. Not so a claim: it answers a grant to whoever the call
+// serves, who may outlive the host (an HTTP client of picket serve), and a
+// claim a power loss undid would bring back its row, still marked, and the
+// grant would look unclaimed and be taken back after the restart while
+// its holder still believes in it (issue 39, TestPowerLossClaim). So a
+// claim is left to a full batch, like a grant.
 // Such a batch commits with synchronous=NORMAL: written to the -wal, not
-// synced, which spares the hand-over to another process an fsync per
-// claim. But what a batch commits is readable at once by every process
+// synced, which spares a waiting call an fsync for queueing and for each
+// poll that finds the name still held. But what a batch commits is readable at once by every process
 // (picket ls, a watch, another process's poll), synced or not: so a light
 // batch never commits what must survive a power loss. An op of a light
 // batch that would (a try or a poll that finds the name free and would
 // grant it or serve the queue, the holder's own lease extended, a lapsed
-// grant taken back) writes nothing and is left for a full batch (acquire
-// and revokeLapsed ask deferFull before they write), which
+// grant taken back, a grant claimed) writes nothing and is left for a
+// full batch (acquire, revokeLapsed and poll's claim ask deferFull before
+// they write), which
 // runs right after the light one commits (writer.go: runBatch):
 // every grant, in every batch, is on disk before anyone can read it
 // (TestPowerLossReaders). A waiting call's first try is light only when
