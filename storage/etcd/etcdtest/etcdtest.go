@@ -46,22 +46,31 @@ type Cluster struct {
 // most three times).
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	c, err := StartIn(t.TempDir(), n)
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// StartIn is Start for code without a testing.TB (an Example, through
+// TestMain): the members' data go under dir, and the caller stops them with
+// Close.
+func StartIn(dir string, n int) (*Cluster, error) {
 	for try := 1; ; try++ {
-		c, err := start(t, n)
+		c, err := start(fmt.Sprintf("%s/%d", dir, try), n)
 		if err == nil {
-			t.Cleanup(c.Close)
-			return c
+			return c, nil
 		}
 		c.Close()
 		if !addrInUse(err) || try == 3 {
-			t.Fatalf("etcdtest: %v", err)
+			return nil, err
 		}
-		t.Logf("etcdtest: %v; again on other ports", err)
 	}
 }
 
-func start(t testing.TB, n int) (*Cluster, error) {
-	dir := t.TempDir()
+func start(dir string, n int) (*Cluster, error) {
 	cfgs := make([]*embed.Config, n)
 	var initial []string
 	for i := range n {
@@ -71,7 +80,14 @@ func start(t testing.TB, n int) (*Cluster, error) {
 		cfg.TickMs, cfg.ElectionMs = TickMs, ElectionMs
 		cfg.UnsafeNoFsync = true // the tests kill no process: in-memory durability is enough
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-		client, peer := freeURL(t), freeURL(t)
+		client, err := freeURL()
+		if err != nil {
+			return &Cluster{}, err
+		}
+		peer, err := freeURL()
+		if err != nil {
+			return &Cluster{}, err
+		}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 		cfg.InitialClusterToken = "picket-test"
@@ -133,13 +149,12 @@ func addrInUse(err error) bool {
 }
 
 // freeURL returns an http URL on a loopback port that was free a moment ago.
-func freeURL(t testing.TB) url.URL {
-	t.Helper()
+func freeURL() (url.URL, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("etcdtest: %v", err)
+		return url.URL{}, err
 	}
 	addr := l.Addr().String()
 	l.Close()
-	return url.URL{Scheme: "http", Host: addr}
+	return url.URL{Scheme: "http", Host: addr}, nil
 }
