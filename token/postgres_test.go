@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver (tests only)
+
+	"github.com/picketlock/picket/internal/childtest"
 )
 
 // The PostgreSQL server the tests use: .ci/postgres starts one on 127.0.0.1
@@ -26,6 +28,9 @@ const postgresExamples = `^Example.*_postgreSQL$`
 // TestMain skips the PostgreSQL examples when there is no PostgreSQL (an
 // example cannot skip itself), and fails instead if PICKET_REQUIRE_POSTGRES=1.
 func TestMain(m *testing.M) {
+	if name := os.Getenv(childtest.Var); name != "" { // a worker of TestPostgreSQLProof
+		os.Exit(childtest.Run(name))
+	}
 	flag.Parse()
 	if os.Getenv(postgresEnv) == "" {
 		if os.Getenv(requirePostgresEnv) == "1" {
@@ -54,6 +59,14 @@ func TestMain(m *testing.M) {
 // PICKET_REQUIRE_POSTGRES=1.
 func openPostgres(tb testing.TB) *sql.DB {
 	tb.Helper()
+	db, _ := openPostgresDSN(tb)
+	return db
+}
+
+// openPostgresDSN is openPostgres that also returns the DSN of the pool's
+// schema, for a child process.
+func openPostgresDSN(tb testing.TB) (*sql.DB, string) {
+	tb.Helper()
 	dsn := os.Getenv(postgresEnv)
 	if dsn == "" {
 		if os.Getenv(requirePostgresEnv) == "1" {
@@ -61,7 +74,7 @@ func openPostgres(tb testing.TB) *sql.DB {
 		}
 		tb.Skipf("%s is not set (run the tests under .ci/postgres)", postgresEnv)
 	}
-	db, drop, err := openPostgresSchema(dsn)
+	db, schemaDSN, drop, err := openPostgresSchema(dsn)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,16 +83,17 @@ func openPostgres(tb testing.TB) *sql.DB {
 			tb.Error(err)
 		}
 	})
-	return db
+	return db, schemaDSN
 }
 
 // openPostgresSchema creates a new schema and opens a pool whose search_path
-// is that schema; drop closes the pool and drops the schema.
-func openPostgresSchema(dsn string) (db *sql.DB, drop func() error, err error) {
+// is that schema (its DSN: schemaDSN); drop closes the pool and drops the
+// schema.
+func openPostgresSchema(dsn string) (db *sql.DB, schemaDSN string, drop func() error, err error) {
 	ctx := context.Background()
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	schema := "t_" + rand.Text()[:12]
 	for i := range schema {
@@ -89,12 +103,12 @@ func openPostgresSchema(dsn string) (db *sql.DB, drop func() error, err error) {
 	}
 	if _, err := admin.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {
 		admin.Close()
-		return nil, nil, fmt.Errorf("create schema: %w", err)
+		return nil, "", nil, fmt.Errorf("create schema: %w", err)
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		admin.Close()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
@@ -102,10 +116,10 @@ func openPostgresSchema(dsn string) (db *sql.DB, drop func() error, err error) {
 	db, err = sql.Open("pgx", u.String())
 	if err != nil {
 		admin.Close()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	db.SetMaxOpenConns(20)
-	return db, func() error {
+	return db, u.String(), func() error {
 		db.Close()
 		defer admin.Close()
 		_, err := admin.ExecContext(ctx, `DROP SCHEMA `+schema+` CASCADE`)
@@ -116,7 +130,7 @@ func openPostgresSchema(dsn string) (db *sql.DB, drop func() error, err error) {
 // openPostgresExample is openPostgres for Example functions, which have no
 // testing.TB.
 func openPostgresExample() (db *sql.DB, cleanup func(), err error) {
-	db, drop, err := openPostgresSchema(os.Getenv(postgresEnv))
+	db, _, drop, err := openPostgresSchema(os.Getenv(postgresEnv))
 	if err != nil {
 		return nil, nil, err
 	}
