@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -119,5 +121,49 @@ func BenchmarkWriteHTTP(b *testing.B) {
 	b.Run("fenced", func(b *testing.B) {
 		var f token.Fence
 		run(b, token.Middleware(&f, nil)(save))
+	})
+}
+
+// BenchmarkWriteFile: token.WriteFile against the same durable replace
+// unfenced (a temporary file written and synced, renamed over the file,
+// the directory synced), in t.TempDir(). The fence adds the lock and, for
+// a new token, the fence file's own durable replace.
+func BenchmarkWriteFile(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "data")
+	data := []byte("a line of data")
+	b.Run("unfenced", func(b *testing.B) {
+		for b.Loop() {
+			f, err := os.OpenFile(path+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Write(data)
+			f.Sync()
+			f.Close()
+			if err := os.Rename(path+".tmp", path); err != nil {
+				b.Fatal(err)
+			}
+			d, _ := os.Open(dir)
+			d.Sync()
+			d.Close()
+		}
+	})
+	ctx := context.Background()
+	t := token.Token(0)
+	b.Run("fenced, a new token each write", func(b *testing.B) {
+		for b.Loop() {
+			t++
+			if err := token.WriteFile(ctx, path, t, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fenced, the holder writing again", func(b *testing.B) {
+		for b.Loop() {
+			if err := token.WriteFile(ctx, path, t, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
