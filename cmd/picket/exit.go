@@ -41,7 +41,7 @@ var exitStatuses = []exitStatusDoc{
 	{strconv.Itoa(exitUsage), "usage: bad flags or arguments; nothing was done"},
 	{strconv.Itoa(exitHeld), "not acquired: the name is held by someone else, after -wait if given (run: -conflict-exit-code N changes it)"},
 	{strconv.Itoa(exitLost), "lease lost: renew or release rejected, or (run) the lease could not be kept while the command ran"},
-	{strconv.Itoa(exitNotFound), "not found: get found no live lease under that name"},
+	{strconv.Itoa(exitNotFound), "not found: get found no live lease under that name (kv get: no value; fence read: no such file)"},
 	{strconv.Itoa(exitUnavailable), "unavailable: the store could not be reached or refused to grant (never reported as held)"},
 	{strconv.Itoa(exitNotExecutable), "run: the command was found but cannot be executed"},
 	{strconv.Itoa(exitCommandNotFound), "run: the command was not found"},

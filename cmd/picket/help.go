@@ -37,6 +37,8 @@ Usage:
                  (grants, releases, expiries, revokes and fenced refusals, oldest first)
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
+  picket fence   write [-token T] [-mode 0644] FILE < DATA | read [-json] FILE | remove [-token T] FILE
+                 (a whole file replaced under a token, its fence beside it: FILE.fence, FILE.lock; no store)
   picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT

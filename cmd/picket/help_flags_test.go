@@ -20,6 +20,9 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		if c.name == "kv" {
 			invocations = [][]string{{"kv", "put", "-h"}, {"kv", "get", "-h"}, {"kv", "delete", "-h"}}
 		}
+		if c.name == "fence" {
+			invocations = [][]string{{"fence", "write", "-h"}, {"fence", "read", "-h"}, {"fence", "remove", "-h"}}
+		}
 		for _, args := range invocations {
 			r := runPicket(t, args...)
 			flags := flagRE.FindAllStringSubmatch(r.stderr, -1)

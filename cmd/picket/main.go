@@ -75,6 +75,7 @@ func commands() []command {
 		{"history", "print the grant history: grants, releases, expiries, revokes, fenced refusals", runHistory},
 		{"watch", "print a lease's state, then one line per change (grant, renew, release, expiry)", runWatch},
 		{"kv", "put, get or delete a value in the fenced key-value store", runKV},
+		{"fence", "write, read or remove a whole file fenced by a token, beside it (no store needed)", runFence},
 		{"bench", "measure grant throughput", runBench},
 		{"health", "say whether the store can grant (exit 0) or not (exit 6)", runHealth},
 		{"version", "print the version, VCS revision and Go version", runVersion},
