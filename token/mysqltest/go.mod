@@ -1,0 +1,13 @@
+module github.com/picketlock/picket/token/mysqltest
+
+go 1.26.0
+
+require (
+	github.com/go-sql-driver/mysql v1.11.0
+	github.com/google/go-cmp v0.7.0
+	github.com/picketlock/picket v0.0.0-00010101000000-000000000000
+)
+
+require filippo.io/edwards25519 v1.2.0 // indirect
+
+replace github.com/picketlock/picket => ../..
