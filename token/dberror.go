@@ -51,7 +51,8 @@ func (e *wrapped) Error() string { return "token: " + e.op + ": " + e.err.Error(
 func (e *wrapped) Unwrap() error { return e.err }
 
 // isSerializationFailure reports whether err is PostgreSQL's SQLSTATE 40001
-// (serialization_failure) or 40P01 (deadlock_detected), after which the whole
+// (serialization_failure) or 40P01 (deadlock_detected), or one of MySQL's
+// errors of the same meaning (isMySQLConflict), after which the whole
 // transaction must run again. The package imports no driver, so it asks the
 // error for its state through the method that pgx's *pgconn.PgError and
 // lib/pq's *pq.Error both have, SQLState() string; an error that lost its type
@@ -68,6 +69,9 @@ func isSerializationFailure(err error) bool {
 	}
 	if err == nil {
 		return false
+	}
+	if isMySQLConflict(err) {
+		return true
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "(SQLSTATE 40001)") || strings.Contains(msg, "(SQLSTATE 40P01)")

@@ -41,7 +41,8 @@
 // process and forgets when it exits: replicas of a service, and data that
 // outlives the process, keep the fence with the data.
 //
-// In the caller's own SQL database (SQLite or PostgreSQL) the check is one
+// In the caller's own SQL database (SQLite, PostgreSQL, or MySQL and
+// MariaDB) the check is one
 // statement inside the caller's transaction. Guard keeps a table of
 // (resource, highest token) rows: Guard.Admit checks and raises one;
 // Guard.CreateTable makes the table, or refuses one of another layout. Rows
@@ -49,7 +50,9 @@
 // inserts or updates one, Rows.Update updates an existing one. CheckUpdate
 // turns the result of a fenced UPDATE written by hand into an error.
 // Transact runs the caller's transaction and runs it again after a
-// serialization failure (PostgreSQL at REPEATABLE READ or SERIALIZABLE). Each
+// serialization failure (PostgreSQL at REPEATABLE READ or SERIALIZABLE; a
+// deadlock or a lock wait timeout on MySQL). The package imports no driver:
+// its MySQL tests and examples live in the module token/mysqltest. Each
 // helper checks the token before it touches the database.
 //
 // For HTTP, Header names the Fencing-Token header; FromRequest and Set read

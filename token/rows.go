@@ -20,10 +20,19 @@ import (
 // from "there is no such row" (ErrNotFound).
 //
 // The table needs a unique key column, and a fence column that is an
-// integer NOT NULL, 64 bits wide in PostgreSQL (bigint; integer overflows at
-// 2^31), for example:
+// integer NOT NULL, 64 bits wide in PostgreSQL and MySQL (bigint; integer
+// overflows at 2^31), for example:
 //
 //	CREATE TABLE jobs (id TEXT PRIMARY KEY, result TEXT, fence BIGINT NOT NULL)
+//
+// MySQL and MariaDB (mysql.go tells the statements): Upsert is INSERT ... ON
+// DUPLICATE KEY UPDATE, each column assigned IF(key = VALUES(key) AND fence
+// <= VALUES(fence), VALUES(column), column) and the fence raised last, which
+// means the same whether the server evaluates the assignments left to right
+// (MySQL does) or all at once (MariaDB's SIMULTANEOUS_ASSIGNMENT). A row
+// that clashes on another unique key is left as it was, with an error. On
+// MySQL Highest, and the read back after a refused write, are locking reads
+// (FOR UPDATE), so that at REPEATABLE READ they show the newest token.
 type Rows struct {
 	dialect   Dialect
 	table     string // as given, for messages
@@ -42,10 +51,14 @@ type Rows struct {
 // Errors: an error matching ErrInvalid for an unknown dialect, a bad name, or
 // a column named twice.
 func NewRows(d Dialect, table, key, fence string, columns ...string) (*Rows, error) {
-	if d != SQLite && d != PostgreSQL {
+	if d != SQLite && d != PostgreSQL && d != MySQL {
 		return nil, invalid("unknown SQL dialect %d", int(d))
 	}
-	qtable, err := quoteTable(table)
+	quote := quoteTable
+	if d == MySQL {
+		quote = quoteMySQL
+	}
+	qtable, err := quote(table)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +74,14 @@ func NewRows(d Dialect, table, key, fence string, columns ...string) (*Rows, err
 			return nil, invalid("column %q named twice", c)
 		}
 		seen[c] = true
-		quoted[i] = `"` + c + `"`
+		quoted[i], _ = quote(c)
 	}
 	qkey, qcols, qfence := quoted[0], quoted[1:len(quoted)-1], quoted[len(quoted)-1]
+	if d == MySQL {
+		upsert, update, fenceSQL := mysqlRowsSQL(qtable, qkey, qfence, qcols)
+		return &Rows{dialect: d, table: table, upsertSQL: upsert, updateSQL: update, fenceSQL: fenceSQL,
+			nvalues: len(columns)}, nil
+	}
 	n := 0
 	param := func() string {
 		n++
@@ -112,7 +130,7 @@ func NewRows(d Dialect, table, key, fence string, columns ...string) (*Rows, err
 func (r *Rows) UpsertSQL() string { return r.upsertSQL }
 
 // UpdateSQL returns the statement Update runs; its parameters are the
-// values, the token, the key and (SQLite) the token again.
+// values, the token, the key and (SQLite, MySQL) the token again.
 func (r *Rows) UpdateSQL() string { return r.updateSQL }
 
 // Upsert writes the row with the given key inside the caller's transaction
@@ -138,6 +156,9 @@ func (r *Rows) Upsert(ctx context.Context, tx Tx, key any, t Token, values ...an
 	n, err := affected(tx.ExecContext(ctx, r.upsertSQL, args...))
 	if err != nil {
 		return wrapDB(fmt.Sprintf("upsert %q", resource), err)
+	}
+	if r.dialect == MySQL {
+		return r.mysqlWritten(ctx, tx, key, t, n, true)
 	}
 	if n > 0 {
 		return nil
@@ -171,12 +192,15 @@ func (r *Rows) Update(ctx context.Context, tx Tx, key any, t Token, values ...an
 	}
 	resource := r.resource(key)
 	args := append(values[:len(values):len(values)], int64(t), key)
-	if r.dialect == SQLite {
+	if r.dialect != PostgreSQL {
 		args = append(args, int64(t))
 	}
 	n, err := affected(tx.ExecContext(ctx, r.updateSQL, args...))
 	if err != nil {
 		return wrapDB(fmt.Sprintf("update %q", resource), err)
+	}
+	if r.dialect == MySQL {
+		return r.mysqlWritten(ctx, tx, key, t, n, false)
 	}
 	if n > 0 {
 		return nil

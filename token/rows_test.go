@@ -176,6 +176,17 @@ func TestRowsSQL(t *testing.T) {
 				` WHERE excluded."fence" >= cur."fence"`,
 			wantUpdate: `UPDATE "jobs" SET "result" = $1, "owner" = $2, "fence" = $3 WHERE "id" = $4 AND "fence" <= $3`,
 		},
+		{
+			// Every column compares with the row's own fence, which is
+			// raised last (mysql.go: the order cannot change the answer).
+			name:    "mysql",
+			dialect: token.MySQL,
+			wantUpsert: "INSERT INTO `jobs` (`id`, `result`, `owner`, `fence`) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE" +
+				" `result` = IF(`id` = VALUES(`id`) AND `fence` <= VALUES(`fence`), VALUES(`result`), `result`)," +
+				" `owner` = IF(`id` = VALUES(`id`) AND `fence` <= VALUES(`fence`), VALUES(`owner`), `owner`)," +
+				" `fence` = IF(`id` = VALUES(`id`) AND `fence` <= VALUES(`fence`), VALUES(`fence`), `fence`)",
+			wantUpdate: "UPDATE `jobs` SET `result` = ?, `owner` = ?, `fence` = ? WHERE `id` = ? AND `fence` <= ?",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,6 +220,7 @@ func TestNewRowsRejects(t *testing.T) {
 		{"bad column", token.PostgreSQL, "jobs", "id", "fence", []string{"ok", "not ok"}},
 		{"key twice", token.SQLite, "jobs", "id", "fence", []string{"id"}},
 		{"fence as key", token.SQLite, "jobs", "fence", "fence", nil},
+		{"mysql backtick", token.MySQL, "jobs", "id", "fen`ce", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

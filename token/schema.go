@@ -47,9 +47,12 @@ func (g *Guard) checkTable(ctx context.Context, tx Tx) error {
 		problems []string
 		err      error
 	)
-	if g.dialect == SQLite {
+	switch g.dialect {
+	case SQLite:
 		cols, problems, err = g.describeSQLite(ctx, tx)
-	} else {
+	case MySQL:
+		cols, problems, err = g.describeMySQL(ctx, tx)
+	default:
 		cols, problems, err = g.describePostgres(ctx, tx)
 	}
 	if err != nil {
@@ -168,7 +171,11 @@ func (g *Guard) compare(cols []column) []string {
 	}
 	if c, ok := byName["resource"]; ok {
 		if !g.textType(c.Type) {
-			problems = append(problems, fmt.Sprintf("column resource is %s, want TEXT", typeName(c.Type)))
+			want := "TEXT"
+			if g.dialect == MySQL {
+				want = "VARBINARY or VARCHAR"
+			}
+			problems = append(problems, fmt.Sprintf("column resource is %s, want %s", typeName(c.Type), want))
 		}
 		if !c.PK {
 			problems = append(problems, "column resource is not the primary key")
@@ -177,8 +184,11 @@ func (g *Guard) compare(cols []column) []string {
 	if c, ok := byName["token"]; ok {
 		if !g.tokenType(c.Type) {
 			want := "INTEGER"
-			if g.dialect == PostgreSQL {
+			switch g.dialect {
+			case PostgreSQL:
 				want = "bigint"
+			case MySQL:
+				want = "BIGINT"
 			}
 			problems = append(problems, fmt.Sprintf("column token is %s, want %s", typeName(c.Type), want))
 		}
@@ -208,19 +218,29 @@ func typeName(t string) string {
 // textType reports whether a resource column of type t stores and compares
 // the names it is given unchanged: SQLite's TEXT affinity (an INTEGER or
 // NUMERIC column would turn "007" into 7, and "7" with it); PostgreSQL's text
-// or varchar.
+// or varchar; MySQL's varbinary or varchar.
 func (g *Guard) textType(t string) bool {
-	if g.dialect == PostgreSQL {
+	switch g.dialect {
+	case PostgreSQL:
 		return t == "text" || t == "character varying"
+	case MySQL:
+		// The collation of a VARCHAR is describeMySQL's to judge. CHAR and
+		// BINARY pad, TEXT and BLOB need a prefix to be a key.
+		return strings.HasPrefix(t, "varbinary(") || strings.HasPrefix(t, "varchar(")
 	}
 	return sqliteAffinity(t) == "TEXT"
 }
 
 // tokenType reports whether a token column of type t compares numbers as
-// numbers, up to Max: SQLite's INTEGER affinity; PostgreSQL's bigint.
+// numbers, up to Max: SQLite's INTEGER affinity; PostgreSQL's and MySQL's bigint.
 func (g *Guard) tokenType(t string) bool {
-	if g.dialect == PostgreSQL {
+	switch g.dialect {
+	case PostgreSQL:
 		return t == "bigint"
+	case MySQL:
+		// MySQL 8 says "bigint", MariaDB "bigint(20)"; either may be unsigned.
+		t = strings.TrimSuffix(t, " unsigned")
+		return t == "bigint" || strings.HasPrefix(t, "bigint(")
 	}
 	return sqliteAffinity(t) == "INTEGER"
 }

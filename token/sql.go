@@ -11,11 +11,16 @@ import (
 // Dialect is the SQL dialect a Guard writes.
 type Dialect int
 
-// The dialects a Guard speaks. Both have INSERT ... ON CONFLICT DO UPDATE
-// ... WHERE (SQLite 3.24 and later, PostgreSQL 9.5 and later).
+// The dialects a Guard speaks. SQLite (3.24 and later) and PostgreSQL (9.5
+// and later) have INSERT ... ON CONFLICT DO UPDATE ... WHERE; MySQL (8.0.16
+// and later, for CHECK) and MariaDB (10.5 and later, for JSON_ARRAYAGG in
+// CreateTable's check) have INSERT ... ON DUPLICATE KEY UPDATE instead,
+// whose assignments the package writes so that their order cannot matter
+// (mysql.go says why it could).
 const (
 	SQLite     Dialect = iota + 1 // placeholders ?
 	PostgreSQL                    // placeholders $1, $2
+	MySQL                         // MySQL and MariaDB: placeholders ?, names in backticks
 )
 
 // String returns the dialect's name.
@@ -25,6 +30,8 @@ func (d Dialect) String() string {
 		return "sqlite"
 	case PostgreSQL:
 		return "postgresql"
+	case MySQL:
+		return "mysql"
 	}
 	return fmt.Sprintf("Dialect(%d)", int(d))
 }
@@ -58,12 +65,17 @@ type Guard struct {
 // checked, never trusted: it must be a lowercase identifier ([a-z_][a-z0-9_]*,
 // at most 63 bytes), optionally qualified by a schema ("audit.fences"). It is
 // quoted in every statement, so reserved words are safe, and lowercase keeps
-// the quoted name equal to the unquoted one in PostgreSQL.
+// the quoted name equal to the unquoted one in PostgreSQL. MySQL quotes it
+// with backticks, and a schema is a database there ("audit.fences": the
+// table fences of the database audit).
 //
 // Errors: an error matching ErrInvalid for an unknown dialect or a bad name.
 func NewGuard(d Dialect, table string) (*Guard, error) {
-	if d != SQLite && d != PostgreSQL {
+	if d != SQLite && d != PostgreSQL && d != MySQL {
 		return nil, invalid("unknown SQL dialect %d", int(d))
+	}
+	if d == MySQL {
+		return newMySQLGuard(table)
 	}
 	quoted, err := quoteTable(table)
 	if err != nil {
@@ -103,11 +115,23 @@ func (g *Guard) CreateTableSQL() string { return g.createSQL }
 // table it finds: exactly the columns resource and token, resource the
 // primary key with a text type compared byte for byte (SQLite: TEXT affinity
 // and BINARY collation; PostgreSQL: text or varchar with a deterministic
-// collation), token an integer NOT NULL (SQLite: INTEGER affinity;
-// PostgreSQL: bigint). A table of another layout would fence wrongly without
-// an error — a TEXT token column orders "10" before "9", a NOCASE resource
-// column makes "R" and "r" one resource, an integer column overflows at
-// 2^31 — so it is refused, never used. Call it once at startup.
+// collation; MySQL: VARBINARY, or VARCHAR with a binary collation that does
+// not pad, as utf8mb4_0900_bin and MariaDB's utf8mb4_nopad_bin do, but
+// utf8mb4_bin does not), token an integer NOT NULL (SQLite: INTEGER
+// affinity; PostgreSQL: bigint; MySQL: BIGINT, signed or UNSIGNED). A table
+// of another layout would fence wrongly without an error — a TEXT token
+// column orders "10" before "9", a NOCASE resource column makes "R" and "r"
+// one resource (and a padding collation "r" and "r "), an integer column
+// overflows at 2^31 — so it is refused, never used. On MySQL the table must
+// also be InnoDB (a MyISAM fence is not part of the transaction: a rolled
+// back admission stays, and the row is not locked until the commit), and
+// have no unique key but the primary key, whole (not a prefix of the
+// column). Call it once at startup.
+//
+// MySQL commits the caller's transaction before CREATE TABLE (an implicit
+// commit, as for all its DDL), even when the table exists: call CreateTable
+// on MySQL outside a transaction, or first in one. Concurrent callers are
+// safe there: CREATE TABLE IF NOT EXISTS takes a metadata lock.
 //
 // Every replica may call it at once. On PostgreSQL, where CREATE TABLE IF NOT
 // EXISTS is not safe against itself (two sessions both find no table and the
@@ -185,13 +209,30 @@ var createRaceStates = map[string]bool{"23505": true, "42P07": true, "42710": tr
 // lower. Call it in the transaction that makes the write, before the write,
 // and commit only if it returns nil. The check and the write then commit
 // together or not at all, and the fence row stays locked until the
-// transaction ends (SQLite's write lock; PostgreSQL's row lock), so no
-// writer with another token can pass the fence in between.
+// transaction ends (SQLite's write lock; PostgreSQL's and InnoDB's row lock),
+// so no writer with another token can pass the fence in between.
 //
 // Isolation: at READ COMMITTED (PostgreSQL's default) Admit works as it is. At
 // REPEATABLE READ or SERIALIZABLE, PostgreSQL fails contended transactions
 // with a serialization failure (ErrConflict), whatever the token: run the
 // transaction with Transact, which runs it again.
+//
+// MySQL and MariaDB: at every isolation level, REPEATABLE READ (their
+// default) included, INSERT ... ON DUPLICATE KEY UPDATE reads the newest
+// committed fence under its row lock, not the transaction's snapshot, so
+// Admit compares with the newest token. What it can meet is a deadlock
+// (error 1213: InnoDB's gap and next-key locks make one out of two
+// transactions that insert new resources, or that read fence rows with
+// SELECT ... FOR SHARE, or at SERIALIZABLE with any SELECT, before Admit), a
+// lock wait timeout (1205, after innodb_lock_wait_timeout, 50 s by default)
+// or MariaDB's 1020 ("record has changed since last read", with
+// innodb_snapshot_isolation on): each is ErrConflict, and Transact runs the
+// transaction again. After 1205 MySQL has rolled back the statement only:
+// roll back the transaction (Transact does). The server should run with a
+// strict sql_mode (STRICT_TRANS_TABLES, the default of both): without it, a
+// resource name longer than the column (767 bytes in CreateTableSQL's) is cut
+// short and names sharing that prefix become one resource, whose fence then
+// refuses writes it should admit.
 //
 // SQLite: open the database with a busy timeout and IMMEDIATE transactions
 // (modernc.org/sqlite: ?_pragma=busy_timeout(10000)&_txlock=immediate).
@@ -221,6 +262,9 @@ func (g *Guard) Admit(ctx context.Context, tx Tx, resource string, t Token) erro
 	if err != nil {
 		return wrapDB(op, err)
 	}
+	if g.dialect == MySQL {
+		return g.mysqlAdmitted(ctx, tx, resource, t, n)
+	}
 	if n > 0 {
 		return nil
 	}
@@ -232,7 +276,9 @@ func (g *Guard) Admit(ctx context.Context, tx Tx, resource string, t Token) erro
 }
 
 // Highest returns the highest token recorded for resource, or zero if there is
-// none.
+// none. On MySQL it is a locking read (SELECT ... FOR UPDATE), so that in a
+// REPEATABLE READ transaction it shows the newest token, not the snapshot's;
+// the row stays locked until tx ends.
 //
 // Errors: the database's error, wrapped.
 func (g *Guard) Highest(ctx context.Context, tx Tx, resource string) (Token, error) {

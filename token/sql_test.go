@@ -215,6 +215,15 @@ func TestGuardSQL(t *testing.T) {
 				` ON CONFLICT (resource) DO UPDATE SET token = excluded.token WHERE excluded.token >= cur.token`,
 			wantCreate: `CREATE TABLE IF NOT EXISTS "audit"."job_fences" (resource TEXT PRIMARY KEY, token bigint NOT NULL CHECK (token > 0))`,
 		},
+		{
+			name:    "mysql with schema",
+			dialect: token.MySQL,
+			table:   "audit.job_fences",
+			wantAdmit: "INSERT INTO `audit`.`job_fences` (`resource`, `token`) VALUES (?, ?)" +
+				" ON DUPLICATE KEY UPDATE `token` = GREATEST(`token`, VALUES(`token`))",
+			wantCreate: "CREATE TABLE IF NOT EXISTS `audit`.`job_fences` (`resource` VARBINARY(767) NOT NULL PRIMARY KEY," +
+				" `token` BIGINT NOT NULL CHECK (`token` > 0)) ENGINE=InnoDB",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,6 +260,9 @@ func TestNewGuardRejects(t *testing.T) {
 		{"empty table after schema", token.PostgreSQL, "audit."},
 		{"non-ascii", token.PostgreSQL, "f\u00e9nces"},
 		{"too long", token.PostgreSQL, strings.Repeat("f", 64)},
+		{"backtick", token.MySQL, "fen`ces"},
+		{"mysql injection", token.MySQL, "fences` (x int); DROP TABLE jobs; --"},
+		{"mysql uppercase", token.MySQL, "Fences"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

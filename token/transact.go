@@ -21,7 +21,8 @@ const TransactAttempts = 100
 
 // Transact runs fn in a transaction begun on db with opts and commits it if fn
 // returns nil. If fn or the commit fails with a serialization failure
-// (PostgreSQL SQLSTATE 40001, or a deadlock, 40P01), it rolls back and runs fn
+// (PostgreSQL SQLSTATE 40001, or a deadlock, 40P01; MySQL's deadlock 1213,
+// lock wait timeout 1205, or MariaDB's 1020), it rolls back and runs fn
 // again in a new transaction, after a short random pause, up to
 // TransactAttempts times. Any other error from fn rolls back and is returned
 // unchanged, so that a *StaleError from Guard.Admit or Rows reaches the caller
@@ -34,7 +35,12 @@ const TransactAttempts = 100
 // token. At REPEATABLE READ and SERIALIZABLE, PostgreSQL aborts a transaction
 // whose snapshot is older than a concurrent change to the fence row, even for
 // the highest token (and a stale token then gets 40001 instead of ErrStale);
-// run those through Transact. SQLite transactions are always serializable and
+// run those through Transact. MySQL and MariaDB at REPEATABLE READ (their
+// default) compare with the newest token as at READ COMMITTED, but InnoDB's
+// gap and next-key locks make deadlocks between transactions that insert new
+// fence rows or read them before Admit (every SELECT locks at SERIALIZABLE):
+// InnoDB rolls one back with 1213, and Transact runs it again.
+// SQLite transactions are always serializable and
 // never fail this way; what they need is a busy timeout (see ErrBusy).
 //
 // fn may run more than once, so it must do all its work through tx and have

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/picketlock/picket/token"
@@ -23,6 +25,15 @@ type codeError struct{ code int }
 func (e *codeError) Error() string { return "sqlite error" }
 func (e *codeError) Code() int     { return e.code }
 
+// MySQLError has the shape of go-sql-driver's *mysql.MySQLError: a number in
+// a field, no method to ask for it.
+type MySQLError struct {
+	Number  uint16
+	Message string
+}
+
+func (e *MySQLError) Error() string { return "Error " + strconv.Itoa(int(e.Number)) + ": " + e.Message }
+
 // TestErrorKinds checks how database errors are classified without a
 // driver: by SQLState() string, by Code() int, and by text for errors that
 // lost their type. The driver's error stays reachable with errors.As.
@@ -41,6 +52,15 @@ func TestErrorKinds(t *testing.T) {
 		{"SQLITE_CONSTRAINT", &codeError{19}, nil},
 		{"sqlite text only", errors.New("database is locked"), token.ErrBusy},
 		{"other", errors.New("connection refused"), nil},
+		{"mysql deadlock", &MySQLError{1213, "Deadlock found when trying to get lock"}, token.ErrConflict},
+		{"mysql lock wait timeout", &MySQLError{1205, "Lock wait timeout exceeded"}, token.ErrConflict},
+		{"mariadb record changed", &MySQLError{1020, "Record has changed since last read"}, token.ErrConflict},
+		{"mysql duplicate key", &MySQLError{1062, "Duplicate entry"}, nil},
+		{"mysql duplicate key, deadlock in its text", &MySQLError{1062, "Duplicate entry 'Error 1213 (40001): x'"}, nil},
+		{"mysql wrapped", fmt.Errorf("exec: %w", &MySQLError{1213, "Deadlock"}), token.ErrConflict},
+		{"mysql text only", errors.New("Error 1213 (40001): Deadlock found when trying to get lock; try restarting transaction"), token.ErrConflict},
+		{"mysql old text only", errors.New("Error 1205: Lock wait timeout exceeded"), token.ErrConflict},
+		{"mysql text, other number", errors.New("Error 1062 (23000): Duplicate entry"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

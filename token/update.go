@@ -29,9 +29,12 @@ import (
 // matching ErrNoMatch, not ErrStale, since a missing row is no sign of a
 // newer holder. Rows.Update runs the same UPDATE and tells the two apart
 // (ErrStale or ErrNotFound); Rows.Upsert also inserts a missing row. The
-// database must count matched rows, as SQLite and PostgreSQL do (MySQL counts
-// changed rows unless told otherwise, which would make a repeated identical
-// write look like no match).
+// database must count matched rows, as SQLite and PostgreSQL do. MySQL and
+// MariaDB count changed rows unless the client sets CLIENT_FOUND_ROWS
+// (go-sql-driver: clientFoundRows=true in the DSN); without it the holder's
+// repeated identical write changes nothing and is ErrNoMatch, a refusal that
+// should not be (never a stale write admitted). Rows, whose read back tells
+// the cases apart, needs no such setting.
 //
 // Errors: ErrZero or an error matching ErrInvalid for a zero token or one
 // above Max (checked first); err wrapped, if the statement failed (matching
