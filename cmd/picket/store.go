@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -31,6 +32,12 @@ type storeFlags struct {
 	etcd      etcdFlags
 
 	allowOverlay bool
+
+	// existing: a read command's store (get, ls, watch, history, health,
+	// kv get): a -db that does not exist is a usage error, and nothing is
+	// created (sqlite.WithExisting). serve, acquire, run and kv put create
+	// the file.
+	existing bool
 }
 
 // overlayFlagUsage is the help of -allow-overlayfs.
@@ -175,7 +182,19 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 	case storeRemote:
 		return f.openRemote(fs)
 	}
-	s, err := sqlite.Open(f.db, overlayOption(f.allowOverlay)...)
+	opts := overlayOption(f.allowOverlay)
+	if f.existing {
+		opts = append(opts, sqlite.WithExisting())
+	}
+	s, err := sqlite.Open(f.db, opts...)
+	if f.existing && errors.Is(err, iofs.ErrNotExist) {
+		def := ""
+		if flagSource(fs, "db") == "" {
+			def = " (the default -db: name the store with -db, -server or -etcd)"
+		}
+		return nil, usagef("%s: %v%s; %s reads a store and creates none (serve, acquire, run and kv put create one)",
+			fs.Name(), err, def, fs.Name())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -308,19 +327,17 @@ func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
 	err := fs.Parse(args)
 	fs.SetOutput(out)
 	if err != nil {
-		// The flag package has printed the error and the usage: pass them
-		// on, with a hint after the error if there is one.
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) { // -h: the flag list, as asked
 			out.Write(printed.Bytes())
 			return &exitStatus{code: exitOK}
 		}
-		first, rest, _ := strings.Cut(printed.String(), "\n")
-		fmt.Fprintln(out, first)
+		// What the flag package printed (the error, then every flag) is
+		// dropped: one line says what was wrong (exitCode adds where to
+		// read the flags), so the error does not scroll away.
 		if hint := durationHint(fs, err.Error()); hint != "" {
-			fmt.Fprintln(out, hint)
+			return &usageError{cmd: fs.Name(), msg: fmt.Sprintf("%s: %v; %s", fs.Name(), err, hint)}
 		}
-		fmt.Fprint(out, rest)
-		return &exitStatus{code: exitUsage}
+		return &usageError{cmd: fs.Name(), msg: fmt.Sprintf("%s: %v", fs.Name(), err)}
 	}
 	onLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onLine[f.Name] = true })
@@ -332,7 +349,7 @@ func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
 		if e := fs.Set(f.Name, v); e != nil {
 			err = usagef("%s: %s=%q: invalid value for -%s: %v", fs.Name(), envVar(f.Name), v, f.Name, e)
 			if hint := durationHint(fs, fmt.Sprintf("invalid value %q for flag -%s: ", v, f.Name)); hint != "" {
-				err = usagef("%v\n%s", err, hint)
+				err = usagef("%v; %s", err, hint)
 			}
 			return
 		}
