@@ -20,7 +20,6 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "revoke")
 	var sf storeFlags
 	sf.register(fs)
-	fs.StringVar(&sf.adminFile, "admin-token-file", "", "remote mode: read the server's admin token from `file` (revoke needs it)")
 	reason := fs.String("reason", "", "why, for the holder and the history (at most 256 bytes)")
 	by := fs.String("by", defaultBy(), "who asks, for the history")
 	tokS := fs.String("token", "", "revoke only the lease with this `token` (default: whatever lease is live)")

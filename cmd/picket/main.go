@@ -1,12 +1,14 @@
 // Command picket serves, holds and inspects picket leases.
 //
-//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-require-token-file F]
-//	picket run     -name N -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
-//	picket acquire -name N -ttl 30s [-wait D] [-print FIELDS] [-hold] [-db F | -server URL]
-//	picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
-//	picket release -name N -holder H -token T [-db F | -server URL]
+//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-auth-token-file F]
+//	picket run     NAME -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
+//	picket acquire NAME -ttl 30s [-wait D] [-print FIELDS] [-hold] [-db F | -server URL]
+//	picket renew   NAME -holder H -token T [-ttl D] [-db F | -server URL]
+//	picket release NAME -holder H -token T [-db F | -server URL]
 //	picket ls      [-prefix P] [-json] [-db F | -server URL]
-//	picket get     -name N [-db F | -server URL]
+//	picket get     NAME [-db F | -server URL]
+//
+// NAME may also be given as -name NAME, before or after the other flags.
 //
 // Run "picket help" for the flags and the exit codes.
 package main

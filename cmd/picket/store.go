@@ -27,7 +27,7 @@ type storeFlags struct {
 	db        string
 	server    string
 	authFile  string
-	adminFile string         // -admin-token-file: registered by revoke only (admin.go)
+	adminFile string         // -admin-token-file: the admin token (revoke needs it; it opens every route)
 	tls       clientTLSFlags // -ca, -cert, -key (tls_client.go)
 	etcd      etcdFlags
 
@@ -57,6 +57,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", DefaultDB, "embedded mode: the SQLite `file`")
 	fs.StringVar(&f.server, "server", "", "remote mode: the picket server's `URL`")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "remote mode: read the bearer token from `file`")
+	fs.StringVar(&f.adminFile, "admin-token-file", "", "remote mode: read the server's admin token from `file`: revoke needs it, and alone it is enough for every request")
 	fs.BoolVar(&f.allowOverlay, "allow-overlayfs", false, "embedded mode: "+overlayFlagUsage)
 	f.tls.register(fs)
 	f.etcd.register(fs)
@@ -138,7 +139,7 @@ func (f *storeFlags) resolve(fs *flag.FlagSet) (storeKind, error) {
 }
 
 // dropServer forgets -server and the client flags that go with it
-// (-auth-token-file, -ca, -cert, -key), except those given on the command
+// (-auth-token-file, -admin-token-file, -ca, -cert, -key), except those given on the command
 // line: they came from the environment along with a server that is not
 // used.
 func (f *storeFlags) dropServer(fs *flag.FlagSet) {
@@ -146,7 +147,7 @@ func (f *storeFlags) dropServer(fs *flag.FlagSet) {
 	for _, t := range []struct {
 		flag string
 		v    *string
-	}{{"auth-token-file", &f.authFile}, {"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
+	}{{"auth-token-file", &f.authFile}, {"admin-token-file", &f.adminFile}, {"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
 		if flagSource(fs, t.flag) != onCommandLine {
 			*t.v = ""
 		}
@@ -162,7 +163,7 @@ func (f *storeFlags) local(fs *flag.FlagSet, cmd, instead string) (storeKind, er
 		return 0, usagef("%s: -server names a picket server to use; %s", cmd, instead)
 	}
 	f.dropServer(fs) // what is left came from the command line
-	for _, c := range []struct{ flag, v string }{{"auth-token-file", f.authFile}, {"ca", f.tls.ca}, {"cert", f.tls.cert}, {"key", f.tls.key}} {
+	for _, c := range []struct{ flag, v string }{{"auth-token-file", f.authFile}, {"admin-token-file", f.adminFile}, {"ca", f.tls.ca}, {"cert", f.tls.cert}, {"key", f.tls.key}} {
 		if c.v != "" {
 			return 0, usagef("%s: -%s goes with -server; %s", cmd, c.flag, instead)
 		}
