@@ -47,7 +47,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case len(argv) == 0:
-		return usagef("run: no command given: picket run NAME [flags] -- CMD ARGS...")
+		return usagef("run: want NAME and a command: picket run NAME [flags] -- CMD ARGS... (the name taken: %q, no command)", name)
 	case *wait < 0 || *grace < 0:
 		return usagef("run: -wait and -grace must not be negative")
 	case *conflict < 0 || *conflict > 255:
