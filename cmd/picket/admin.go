@@ -68,6 +68,7 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "history")
 	sf := storeFlags{existing: true}
 	sf.register(fs)
+	setUsage(fs, "[NAME] [flags]")
 	nameF := fs.String("name", "", "only the events of this lease `name` (or fenced key): a synonym of the NAME argument")
 	since := fs.String("since", "", "only events at or after this `time`: RFC 3339 (2026-01-02T03:12:00Z) or a duration ago (1h)")
 	limit := fs.Int("limit", 0, "at most this many events, the newest (0: every event kept)")

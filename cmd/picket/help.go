@@ -39,7 +39,7 @@ Usage:
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket fence   write [-token T] [-mode 0644] FILE < DATA | read [-json] FILE | remove [-token T] FILE
                  (a whole file replaced under a token, its fence beside it: FILE.fence, FILE.lock; no store)
-  picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
+  picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason; 2 for a -db that does not exist)
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT
   picket restore -token-floor N BACKUP DB

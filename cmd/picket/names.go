@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 )
 
 // The one grammar for names: every command that acts on one lease takes its
@@ -11,8 +12,18 @@ import (
 // different leases are a usage error.
 
 // nameFlag registers -name on fs, the synonym of the NAME argument.
+// It also makes -h say the grammar: "Usage: picket get NAME [flags]".
 func nameFlag(fs *flag.FlagSet) *string {
+	setUsage(fs, "NAME [flags]")
 	return fs.String("name", "", "the lease `name`: a synonym of the NAME argument")
+}
+
+// setUsage makes -h start with the command's grammar, args after its name.
+func setUsage(fs *flag.FlagSet, args string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: picket %s %s   (flags before or after NAME; -name NAME is a synonym)\n", fs.Name(), args)
+		fs.PrintDefaults()
+	}
 }
 
 // leaseName parses args into fs and returns the lease's name, from the

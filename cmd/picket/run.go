@@ -36,6 +36,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	nameF := nameFlag(fs)
+	setUsage(fs, "NAME [flags] -- CMD [ARGS...]")
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's time to live; it is renewed at about a third of it")
 	wait := fs.Duration("wait", 0, "how long to wait for the lease (0: give up at once if it is held)")
 	grace := fs.Duration("grace", DefaultGrace, "after SIGTERM to a command whose lease cannot be renewed, wait this long before SIGKILL (shrunk to fit a short -ttl)")
