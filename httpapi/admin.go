@@ -20,13 +20,17 @@ import (
 // The admin credential. Revoking a lease ends someone else's work, so it
 // needs more than the clients' bearer token: POST /v1/revoke takes only the
 // admin token (in the same "Authorization: Bearer" header), and a server
-// without one answers it 403 forbidden. The admin token opens no other
-// route: it is not a client's token.
+// without one answers it 403 forbidden. The admin token is enough for every
+// other /v1/ route too (issue 37): an operator who revokes also lists, gets
+// and reads the history, with the one credential. It does so only while it
+// is a working admin token (adminReady: set, and not the clients' token).
 
 // WithAdminToken sets the admin token, for a Server or a Client. A Server then answers POST
 // /v1/revoke to requests that carry "Authorization: Bearer <tok>" (compared
 // in constant time), 401 to others; without it, revoke is 403 for everyone.
-// A Client sends it, instead of its bearer token, on Revoke. The empty token
+// The Server also takes it in place of the clients' token (WithAuthToken)
+// on every other /v1/ route. A Client sends it, instead of its bearer
+// token, on Revoke, and on every request when it has no WithAuthToken. The empty token
 // means none (the default). It must differ from the clients' token: a
 // Server given the same token for both refuses revokes (see
 // Server.AdminReady).

@@ -19,8 +19,9 @@ func bearer(tok string) http.Header {
 
 // TestRevokeNeedsAdminToken: POST /v1/revoke is 403 on a server without an
 // admin token, and with one, 401 for the clients' token, a wrong token or
-// none; the admin token opens no other route. Nothing is revoked by a
-// refused call.
+// none; the admin token is also enough for every other route (issue 37),
+// while the clients' token never revokes. Nothing is revoked by a refused
+// call.
 func TestRevokeNeedsAdminToken(t *testing.T) {
 	body := `{"name":"job","reason":"stuck"}`
 	t.Run("no admin token", func(t *testing.T) {
@@ -55,8 +56,11 @@ func TestRevokeNeedsAdminToken(t *testing.T) {
 			t.Errorf("revoke with %s: %d %s, want 401", tc.name, a.status, a.body)
 		}
 	}
-	if a := e.do(t, http.MethodGet, "/v1/leases/job", "", bearer("admin")); a.status != http.StatusUnauthorized {
-		t.Errorf("GET a lease with the admin token: %d, want 401: it is not a client's token", a.status)
+	if a := e.do(t, http.MethodGet, "/v1/leases/job", "", bearer("admin")); a.status != http.StatusOK {
+		t.Errorf("GET a lease with the admin token: %d %s, want 200: the admin token is enough for an admin's every request", a.status, a.body)
+	}
+	if a := e.do(t, http.MethodGet, "/v1/leases", "", bearer("nope")); a.status != http.StatusUnauthorized {
+		t.Errorf("GET the leases with a wrong token: %d, want 401", a.status)
 	}
 	if a := e.do(t, http.MethodGet, "/v1/leases/job", "", bearer("client")); a.status != http.StatusOK {
 		t.Errorf("the lease after refused revokes: %d %s, want it still live", a.status, a.body)

@@ -64,7 +64,11 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("httpapi: %w: server URL %q is not http(s)://host[:port][/path]", lease.ErrInvalid, baseURL)
 	}
-	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: cfg.hc, auth: cfg.auth, admin: cfg.admin,
+	auth := cfg.auth
+	if auth == "" {
+		auth = cfg.admin // an admin with the admin token alone: it opens every route (admin.go)
+	}
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), hc: cfg.hc, auth: auth, admin: cfg.admin,
 		logger: cfg.logger}, nil
 }
 

@@ -188,9 +188,11 @@ func (s *Server) routeWith(pattern, op string, admin bool, h handler) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="picket-admin"`)
 				return fmt.Errorf("%w: missing or wrong admin token", ErrUnauthorized)
 			}
-		} else if !s.authorized(r) {
+		} else if !s.authorized(r) && !(s.adminReady() == nil && s.adminAuthorized(r)) {
+			// The admin token is enough for every request an admin makes
+			// (admin.go); the clients' token is not enough for a revoke.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="picket"`)
-			return fmt.Errorf("%w: missing or wrong bearer token", ErrUnauthorized)
+			return fmt.Errorf("%w: missing or wrong bearer token (the clients' token or the admin token)", ErrUnauthorized)
 		}
 		if takesBody {
 			if method == http.MethodPost {

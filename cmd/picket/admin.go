@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/user"
@@ -21,11 +20,11 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "revoke")
 	var sf storeFlags
 	sf.register(fs)
-	fs.StringVar(&sf.adminFile, "admin-token-file", "", "remote mode: read the server's admin token from `file` (revoke needs it)")
 	reason := fs.String("reason", "", "why, for the holder and the history (at most 256 bytes)")
 	by := fs.String("by", defaultBy(), "who asks, for the history")
 	tokS := fs.String("token", "", "revoke only the lease with this `token` (default: whatever lease is live)")
-	name, err := nameAndFlags(fs, args, "revoke")
+	nameF := nameFlag(fs)
+	name, _, err := leaseName(fs, args, nameF, false, false)
 	if err != nil {
 		return err
 	}
@@ -53,26 +52,6 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 	})
 }
 
-// nameAndFlags parses fs with the one NAME argument before or after the
-// flags: "picket revoke NAME -reason x" as well as "picket revoke -reason x NAME".
-func nameAndFlags(fs *flag.FlagSet, args []string, cmd string) (string, error) {
-	if err := parse(fs, args, true); err != nil {
-		return "", err
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		return "", usagef("%s: want NAME", cmd)
-	}
-	name := rest[0]
-	if err := parse(fs, rest[1:], true); err != nil {
-		return "", err
-	}
-	if fs.NArg() != 0 {
-		return "", usagef("%s: want one NAME, got %q and more", cmd, name)
-	}
-	return name, nil
-}
-
 // defaultBy names the operator for the history: user@host.
 func defaultBy() string {
 	who := "unknown"
@@ -87,16 +66,18 @@ func defaultBy() string {
 // the store's grant history, oldest first, following the pages.
 func runHistory(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "history")
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	sf.register(fs)
-	name := fs.String("name", "", "only the events of this lease `name` (or fenced key)")
+	setUsage(fs, "[NAME] [flags]")
+	nameF := fs.String("name", "", "only the events of this lease `name` (or fenced key): a synonym of the NAME argument")
 	since := fs.String("since", "", "only events at or after this `time`: RFC 3339 (2026-01-02T03:12:00Z) or a duration ago (1h)")
 	limit := fs.Int("limit", 0, "at most this many events, the newest (0: every event kept)")
 	asJSON := fs.Bool("json", false, "print one JSON object per event instead of a table")
-	if err := parse(fs, args, false); err != nil {
+	name, _, err := leaseName(fs, args, nameF, false, true)
+	if err != nil {
 		return err
 	}
-	req := lease.HistoryRequest{Name: *name}
+	req := lease.HistoryRequest{Name: name}
 	if *since != "" {
 		t, err := parseSince(*since, time.Now())
 		if err != nil {

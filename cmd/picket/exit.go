@@ -38,7 +38,7 @@ type exitStatusDoc struct {
 var exitStatuses = []exitStatusDoc{
 	{strconv.Itoa(exitOK), "success (run: the command exited 0)"},
 	{strconv.Itoa(exitError), "error: I/O, a refused credential, anything else (the message says)"},
-	{strconv.Itoa(exitUsage), "usage: bad flags or arguments; nothing was done"},
+	{strconv.Itoa(exitUsage), "usage: bad flags or arguments (a read command's -db that does not exist too); nothing was done"},
 	{strconv.Itoa(exitHeld), "not acquired: the name is held by someone else, after -wait if given (run: -conflict-exit-code N changes it)"},
 	{strconv.Itoa(exitLost), "lease lost: renew or release rejected, or (run) the lease could not be kept while the command ran"},
 	{strconv.Itoa(exitNotFound), "not found: get found no live lease under that name (kv get: no value; fence read: no such file)"},

@@ -15,7 +15,7 @@ import (
 // (picket health -server 127.0.0.1:7070): images FROM scratch have no curl.
 func runHealth(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "health")
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	sf.register(fs)
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long (unavailable)")
 	if err := parse(fs, args, false); err != nil {

@@ -8,7 +8,7 @@ import (
 const helpText = `picket: leases with fencing tokens, on one SQLite file, a picket server or an etcd cluster.
 
 Usage:
-  picket serve   [-addr 127.0.0.1:7070] [-addr-file F] [-db picket.db | -etcd URLS] [-require-token-file F] [-lock-delay D]
+  picket serve   [-addr 127.0.0.1:7070] [-addr-file F] [-db picket.db | -etcd URLS] [-auth-token-file F] [-lock-delay D]
                  [-admin-token-file F] [-history-max 100000] [-history-age 168h]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
@@ -17,15 +17,15 @@ Usage:
                  [-ui]   (the status page at /ui, behind the same token: on by default, -ui=false turns it off)
                  [-tls-cert F -tls-key F [-tls-client-ca F]]   (HTTPS; the pair reloaded when
                  its files change or on SIGHUP; -tls-client-ca: only clients with a certificate)
-  picket run     -name N -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3]
+  picket run     NAME -ttl 30s [-wait 1m] [-grace 10s] [-conflict-exit-code 3]
                  [-db F | -server URL | -etcd URLS]
                  -- CMD [ARGS...]
-  picket acquire -name N -ttl 30s [-wait D] [-owner O] [-holder H] [-print FIELDS] [-hold]
+  picket acquire NAME -ttl 30s [-wait D] [-owner O] [-holder H] [-print FIELDS] [-hold]
                  [-db F | -server URL | -etcd URLS]
-  picket renew   -name N -holder H -token T [-ttl D] [-print FIELDS] [-db F | -server URL | -etcd URLS]
-  picket release -name N -holder H -token T [-db F | -server URL | -etcd URLS]
+  picket renew   NAME -holder H -token T [-ttl D] [-print FIELDS] [-db F | -server URL | -etcd URLS]
+  picket release NAME -holder H -token T [-db F | -server URL | -etcd URLS]
   picket ls      [-prefix P] [-json] [-db F | -server URL | -etcd URLS]
-  picket get     -name N [-print FIELDS] [-db F | -server URL | -etcd URLS]
+  picket get     NAME [-print FIELDS] [-db F | -server URL | -etcd URLS]
   picket watch   NAME [-json] [-count N] [-db F | -server URL | -etcd URLS]
                  (the state now, then one line per change; exit 0 on SIGINT/SIGTERM)
   picket bench   [-db NEW.db [-force] | -server URL [-ca F] [-cert F -key F] | -etcd URLS] [-c 1,4,16,64,256] [-d 5s] [-names all|distinct,fresh,hot] [-json] [-chart FILE.svg]
@@ -33,18 +33,23 @@ Usage:
                  [-history-cost R]   (R rounds alternating two files, grant history off and on: its cost)
   picket revoke  NAME [-reason R] [-by WHO] [-token T] [-db F | -server URL -admin-token-file F | -etcd URLS]
                  (ends the lease; its holder's next renew says "revoked"; over -server, the server's admin token)
-  picket history [-name N] [-since 1h|RFC3339] [-limit N] [-json] [-db F | -server URL | -etcd URLS]
+  picket history [NAME] [-since 1h|RFC3339] [-limit N] [-json] [-db F | -server URL | -etcd URLS]
                  (grants, releases, expiries, revokes and fenced refusals, oldest first)
   picket kv      put [-token T] KEY [VALUE] | get [-json] KEY | delete [-token T] KEY   [-db F | -server URL | -etcd URLS]
                  (-token defaults to $PICKET_TOKEN; put reads VALUE from stdin when it is not given)
   picket fence   write [-token T] [-mode 0644] FILE < DATA | read [-json] FILE | remove [-token T] FILE
                  (a whole file replaced under a token, its fence beside it: FILE.fence, FILE.lock; no store)
-  picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason)
+  picket health  [-timeout 5s] [-db F | -server URL]   (exit 0 "ok", or 6 with the reason; 2 for a -db that does not exist)
   picket version                  (also: picket -version)
   picket backup  [-db picket.db] OUT
   picket restore -token-floor N BACKUP DB
   picket restore -token-floor N -etcd URL,URL... [-etcd-prefix P]    (after an etcd snapshot restore or a new cluster)
   picket help
+
+Every command that acts on one lease takes its NAME as the first argument, the flags before or
+after it; -name NAME is a synonym (picket get -name N is picket get N; both naming different
+leases is a usage error). picket run -name N -- CMD still runs CMD. A usage error is one line
+that ends with where to read the flags: see 'picket CMD -h'.
 
 Commands:
 %s
@@ -52,6 +57,8 @@ Store (every command but version and restore; serve and backup take -db or -etcd
   -db FILE              embedded mode: open the SQLite file directly (default picket.db)
   -server URL           remote mode: talk to a picket server (e.g. http://127.0.0.1:7070)
   -auth-token-file F    remote mode: send the bearer token read from F (surrounding whitespace trimmed)
+  -admin-token-file F   remote mode: the server's admin token, read from F: revoke needs it, and it is
+                        enough alone for every other request (no -auth-token-file needed beside it)
   -ca F -cert F -key F  remote mode: HTTPS, trusting the CAs in F instead of the system's; a client
                         certificate and key for a server that asks for one (a bare host:port is https)
   -etcd URL,URL...      cluster mode: an etcd cluster's client URLs
@@ -63,10 +70,14 @@ Store (every command but version and restore; serve and backup take -db or -etcd
                         out tokens twice, and a container recreated without a volume starts again at 1
                         (for a test suite in a container; a service uses a volume or a bind-mounted directory)
 
+Read commands (get, ls, watch, history, health, kv get) never create a store: a -db that does not
+exist is a usage error (exit 2) and leaves no file behind; serve, acquire, run and kv put create it.
+
 serve -addr-file F writes the address it listens on (host:port; -addr :0 picks the port) to F once it
-answers, and removes F when it stops. -require-token-file F: the bearer token the server requires (its old
-name -auth-token-file still works for serve). A -server and its client flags exported in the environment are
-ignored by serve and backup.
+answers, and removes F when it stops. serve -auth-token-file F: the bearer token the server requires,
+under the clients' name for it (its old name -require-token-file still works); -admin-token-file F:
+the admin token, also under the clients' name. A -server and its client flags exported in the
+environment are ignored by serve and backup.
 
 Every flag can also be set in the environment as PICKET_ and its name in capitals,
 dashes as underscores (PICKET_SERVER, PICKET_DB, PICKET_AUTH_TOKEN_FILE, ...);

@@ -34,7 +34,7 @@ func runKV(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fs := newFlagSet(e, "kv "+verb)
-	var sf storeFlags
+	sf := storeFlags{existing: verb == "get"} // a read creates no store
 	sf.register(fs)
 	var tok *string
 	if verb == "put" || verb == "delete" {

@@ -1,12 +1,14 @@
 // Command picket serves, holds and inspects picket leases.
 //
-//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-require-token-file F]
-//	picket run     -name N -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
-//	picket acquire -name N -ttl 30s [-wait D] [-print FIELDS] [-hold] [-db F | -server URL]
-//	picket renew   -name N -holder H -token T [-ttl D] [-db F | -server URL]
-//	picket release -name N -holder H -token T [-db F | -server URL]
+//	picket serve   [-addr 127.0.0.1:7070] [-db picket.db | -etcd URLS] [-auth-token-file F]
+//	picket run     NAME -ttl 30s [-wait 1m] [-db F | -server URL] -- CMD ARGS...
+//	picket acquire NAME -ttl 30s [-wait D] [-print FIELDS] [-hold] [-db F | -server URL]
+//	picket renew   NAME -holder H -token T [-ttl D] [-db F | -server URL]
+//	picket release NAME -holder H -token T [-db F | -server URL]
 //	picket ls      [-prefix P] [-json] [-db F | -server URL]
-//	picket get     -name N [-db F | -server URL]
+//	picket get     NAME [-db F | -server URL]
+//
+// NAME may also be given as -name NAME, before or after the other flags.
 //
 // Run "picket help" for the flags and the exit codes.
 package main
@@ -18,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/picketlock/picket/httpapi"
 )
@@ -26,12 +29,17 @@ func main() {
 	os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// usageError marks errors in the command line; run maps it to exitUsage.
-type usageError struct{ msg string }
+// usageError marks errors in the command line; exitCode maps it to
+// exitUsage and prints it as one line that says where the flags are
+// described: "picket get: -ttl: ...; see 'picket get -h'".
+type usageError struct {
+	cmd string // the command ("kv get"), if the error knows it; else the one Main ran
+	msg string // starts with the command's name, as usagef's callers write it
+}
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
 // exitError carries an exit status chosen by a subcommand, such as the
 // status of the command that "picket run" ran.
@@ -102,25 +110,30 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitOK
 	}
 	if name == runGuardCommand {
-		return exitCode(stderr, runGuard(rest))
+		return exitCode(stderr, name, runGuard(rest))
 	}
 	if name == benchProcCommand { // bench_procs.go
-		return exitCode(stderr, runBenchProc(ctx, e, rest))
+		return exitCode(stderr, name, runBenchProc(ctx, e, rest))
 	}
 	for _, c := range commands() {
 		if c.name == name && c.run != nil {
-			return exitCode(stderr, c.run(ctx, e, rest))
+			return exitCode(stderr, c.name, c.run(ctx, e, rest))
 		}
 	}
-	fmt.Fprintf(stderr, "picket: unknown command %q\n\n", name)
-	printHelp(stderr)
+	fmt.Fprintf(stderr, "picket: unknown command %q; see 'picket help'\n", name)
 	return exitUsage
 }
 
-// exitCode prints err (if any) and maps it to an exit status.
-func exitCode(stderr io.Writer, err error) int {
+// exitCode prints err (if any) and maps it to an exit status; cmd is the
+// command that returned it.
+func exitCode(stderr io.Writer, cmd string, err error) int {
 	if err == nil {
 		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		printUsageError(stderr, cmd, ue)
+		return exitUsage
 	}
 	var st *exitStatus
 	if errors.As(err, &st) {
@@ -131,13 +144,34 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	fmt.Fprintf(stderr, "picket: %v\n", err)
 	if errors.Is(err, httpapi.ErrUnauthorized) {
-		fmt.Fprintln(stderr, "picket: the server needs its bearer token: name the file that holds it with -auth-token-file FILE or PICKET_AUTH_TOKEN_FILE")
-	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
+		fmt.Fprintln(stderr, unauthorizedHint(err))
+		return exitError
 	}
 	return codeFor(err)
+}
+
+// unauthorizedHint says which credential a 401 asks for: the admin token
+// for a revoke (the clients' token never revokes), else either token.
+func unauthorizedHint(err error) string {
+	if strings.Contains(err.Error(), "admin token") && !strings.Contains(err.Error(), "clients' token or the admin token") {
+		return "picket: revoke needs the server's admin token: name the file that holds it with -admin-token-file FILE (or PICKET_ADMIN_TOKEN_FILE); the clients' token is not enough"
+	}
+	return "picket: the server needs a bearer token: name the file that holds it with -auth-token-file FILE (or PICKET_AUTH_TOKEN_FILE), or the admin token's with -admin-token-file FILE"
+}
+
+// printUsageError writes ue as one line: "picket CMD: what was wrong; see
+// 'picket CMD -h'".
+func printUsageError(w io.Writer, cmd string, ue *usageError) {
+	if ue.cmd != "" {
+		cmd = ue.cmd
+	}
+	msg := ue.msg
+	if c, _, ok := strings.Cut(msg, ": "); ok && (c == cmd || strings.HasPrefix(c, cmd+" ")) {
+		cmd = c // "kv put: ...": the verb too
+	} else {
+		msg = cmd + ": " + msg
+	}
+	fmt.Fprintf(w, "picket %s; see 'picket %s -h'\n", strings.ReplaceAll(msg, "\n", "; "), cmd)
 }
 
 // printJSON writes v to w as one line of JSON.

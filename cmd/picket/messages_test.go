@@ -14,6 +14,9 @@ func TestErrorMessages(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "x.db")
 	missing := filepath.Join(dir, "no-such-dir", "x.db")
+	if r := runPicket(t, "acquire", "-db", db, "made", "-ttl", "1s"); r.code != exitOK { // kv get creates no store
+		t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
+	}
 	for _, c := range []struct {
 		name    string
 		args    []string
@@ -23,7 +26,8 @@ func TestErrorMessages(t *testing.T) {
 		once    string // at most once in stderr
 	}{
 		{"missing key", []string{"kv", "get", "-db", db, "nokey"}, exitNotFound, `get fenced "nokey": no such key`, "lease: not found", `"nokey"`},
-		{"missing directory", []string{"ls", "-db", missing}, exitError, "directory " + filepath.Dir(missing) + " does not exist", "", missing},
+		{"missing directory", []string{"ls", "-db", missing}, exitUsage, "directory " + filepath.Dir(missing) + " does not exist", "", missing}, // a read creates no store (issue 37)
+		{"missing directory, acquire", []string{"acquire", "-db", missing, "a"}, exitError, "directory " + filepath.Dir(missing) + " does not exist (the file is created, its directory is not)", "", missing},
 		{"a directory", []string{"ls", "-db", dir}, exitError, "sqlite: open " + dir + ": is a directory", "", "open"},
 		{"-ttl without a unit", []string{"acquire", "-db", db, "-name", "a", "-ttl", "10"}, exitUsage, "-ttl takes a duration with a unit: 10s", "", ""},
 		{"-ttl not a number", []string{"acquire", "-db", db, "-name", "a", "-ttl", "x"}, exitUsage, `invalid value "x"`, "takes a duration", ""},

@@ -35,21 +35,20 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "run")
 	var sf storeFlags
 	sf.register(fs)
-	name := fs.String("name", "", "the lease `name` (required)")
+	nameF := nameFlag(fs)
+	setUsage(fs, "NAME [flags] -- CMD [ARGS...]")
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's time to live; it is renewed at about a third of it")
 	wait := fs.Duration("wait", 0, "how long to wait for the lease (0: give up at once if it is held)")
 	grace := fs.Duration("grace", DefaultGrace, "after SIGTERM to a command whose lease cannot be renewed, wait this long before SIGKILL (shrunk to fit a short -ttl)")
 	owner := fs.String("owner", lease.DefaultOwner(), "a label for people: who holds the lease")
 	conflict := fs.Int("conflict-exit-code", exitHeld, "the exit `status` when the name is held by someone else (flock's -E)")
-	if err := parse(fs, args, true); err != nil {
+	name, argv, err := leaseName(fs, args, nameF, true, false)
+	if err != nil {
 		return err
 	}
-	argv := fs.Args()
 	switch {
-	case *name == "":
-		return usagef("run: -name is required")
 	case len(argv) == 0:
-		return usagef("run: no command given (picket run -name N -- CMD ARGS...)")
+		return usagef("run: want NAME and a command: picket run NAME [flags] -- CMD ARGS... (the name taken: %q, no command)", name)
 	case *wait < 0 || *grace < 0:
 		return usagef("run: -wait and -grace must not be negative")
 	case *conflict < 0 || *conflict > 255:
@@ -87,7 +86,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := acquireForRun(ctx, m, *name, *ttl, *wait, sigs, e.stderr)
+	l, err := acquireForRun(ctx, m, name, *ttl, *wait, sigs, e.stderr)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
 			return &exitStatus{*conflict, err}

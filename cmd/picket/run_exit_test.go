@@ -84,7 +84,7 @@ func TestRunExitStatuses(t *testing.T) {
 		{"command exits 7", []string{"run", "-db", db, "-name", "n", "--", "sh", "-c", "exit 7"}, 7, ""},
 		{"command killed by SIGKILL", []string{"run", "-db", db, "-name", "n", "--", "sh", "-c", "kill -9 $$"}, 128 + 9, ""},
 		{"refused credential", []string{"run", "-server", authed.url, "-name", "n", "--", "true"}, exitError, "unauthorized"},
-		{"no -name", []string{"run", "-db", db, "--", "true"}, exitUsage, "-name is required"},
+		{"no -name", []string{"run", "-db", db, "--", "true"}, exitUsage, "want NAME and a command: picket run NAME"},
 		{"grace too long for the TTL", []string{"run", "-db", db, "-name", "n", "-ttl", "3s", "-grace", "5s", "--", "true"},
 			exitUsage, "the largest grace that fits is 1.05s"},
 		{"conflict exit code out of range", []string{"run", "-db", db, "-name", "n", "-conflict-exit-code", "256", "--", "true"}, exitUsage, ""},

@@ -27,20 +27,18 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "acquire")
 	var sf storeFlags
 	sf.register(fs)
-	name := fs.String("name", "", "the lease `name` (required)")
+	nameF := nameFlag(fs)
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's time to live")
 	wait := fs.Duration("wait", 0, "how long to wait for a held name (0: fail at once)")
 	owner := fs.String("owner", lease.DefaultOwner(), "a label for people: who holds the lease")
 	holder := fs.String("holder", "", "the holder secret (default: a new random one); re-acquire with the same holder is idempotent")
 	printF := fs.String("print", "", "print only these `fields` of the grant, comma-separated, space-separated on one line (name, holder, owner, token, ttl_ms, expires_at)")
 	hold := fs.Bool("hold", false, "hold the lease, renewing it, until SIGINT or SIGTERM, then release it (as etcdctl lock does); exit 4 if it is lost")
-	if err := parse(fs, args, false); err != nil {
+	name, _, err := leaseName(fs, args, nameF, false, false)
+	if err != nil {
 		return err
 	}
-	switch {
-	case *name == "":
-		return usagef("acquire: -name is required")
-	case *wait < 0:
+	if *wait < 0 {
 		return usagef("acquire: -wait must not be negative")
 	}
 	fields, err := printFields("acquire", *printF, grantFields)
@@ -63,7 +61,7 @@ func runAcquire(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		l, err := takeLease(ctx, m, *name, *ttl, *wait, e.stderr, "acquire", opts...)
+		l, err := takeLease(ctx, m, name, *ttl, *wait, e.stderr, "acquire", opts...)
 		if err != nil {
 			return err
 		}
@@ -100,13 +98,14 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "renew")
 	var sf storeFlags
 	sf.register(fs)
-	name, holder, tok := holderFlags(fs)
+	nameF, holder, tok := holderFlags(fs)
 	ttl := fs.Duration("ttl", 0, "the new time to live (0: the lease's TTL)")
 	printF := fs.String("print", "", "print only these `fields` of the grant, comma-separated (name, holder, owner, token, ttl_ms, expires_at)")
-	if err := parse(fs, args, false); err != nil {
+	name, _, err := leaseName(fs, args, nameF, false, false)
+	if err != nil {
 		return err
 	}
-	t, err := checkHolderFlags("renew", *name, *holder, *tok)
+	t, err := checkHolderFlags("renew", *holder, *tok)
 	if err != nil {
 		return err
 	}
@@ -115,7 +114,7 @@ func runRenew(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		g, err := s.Renew(ctx, lease.RenewRequest{Name: *name, Holder: *holder, Token: t, TTL: *ttl})
+		g, err := s.Renew(ctx, lease.RenewRequest{Name: name, Holder: *holder, Token: t, TTL: *ttl})
 		if err != nil {
 			return err // the store names the call and the lease
 		}
@@ -127,16 +126,17 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "release")
 	var sf storeFlags
 	sf.register(fs)
-	name, holder, tok := holderFlags(fs)
-	if err := parse(fs, args, false); err != nil {
+	nameF, holder, tok := holderFlags(fs)
+	name, _, err := leaseName(fs, args, nameF, false, false)
+	if err != nil {
 		return err
 	}
-	t, err := checkHolderFlags("release", *name, *holder, *tok)
+	t, err := checkHolderFlags("release", *holder, *tok)
 	if err != nil {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		if err := s.Release(ctx, lease.ReleaseRequest{Name: *name, Holder: *holder, Token: t}); err != nil {
+		if err := s.Release(ctx, lease.ReleaseRequest{Name: name, Holder: *holder, Token: t}); err != nil {
 			return err // the store names the call and the lease
 		}
 		_, err := fmt.Fprintln(e.stdout, `{"released":true}`)
@@ -145,15 +145,15 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 }
 
 func holderFlags(fs *flag.FlagSet) (name, holder, tok *string) {
-	name = fs.String("name", "", "the lease `name` (required)")
+	name = nameFlag(fs)
 	holder = fs.String("holder", "", "the holder secret from the grant (required)")
 	tok = fs.String("token", "", "the fencing token from the grant (required)")
 	return name, holder, tok
 }
 
-func checkHolderFlags(cmd, name, holder, tok string) (token.Token, error) {
-	if name == "" || holder == "" || tok == "" {
-		return 0, usagef("%s: -name, -holder and -token are required", cmd)
+func checkHolderFlags(cmd, holder, tok string) (token.Token, error) {
+	if holder == "" || tok == "" {
+		return 0, usagef("%s: -holder and -token are required: picket %s NAME -holder H -token T", cmd, cmd)
 	}
 	t, err := token.Parse(tok)
 	if err != nil {
@@ -164,7 +164,7 @@ func checkHolderFlags(cmd, name, holder, tok string) (token.Token, error) {
 
 func runList(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "ls")
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	sf.register(fs)
 	prefix := fs.String("prefix", "", "list only names with this prefix")
 	asJSON := fs.Bool("json", false, `print {"leases": [...]} as the HTTP API does`)
@@ -207,22 +207,20 @@ func printTable(ctx context.Context, w io.Writer, s store, prefix string) error 
 
 func runGet(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "get")
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	sf.register(fs)
-	name := fs.String("name", "", "the lease `name` (required)")
+	nameF := nameFlag(fs)
 	printF := fs.String("print", "", "print only these `fields` of the lease, comma-separated (name, owner, token, ttl_ms, expires_at)")
-	if err := parse(fs, args, false); err != nil {
+	name, _, err := leaseName(fs, args, nameF, false, false)
+	if err != nil {
 		return err
-	}
-	if *name == "" {
-		return usagef("get: -name is required")
 	}
 	fields, err := printFields("get", *printF, infoFields)
 	if err != nil {
 		return err
 	}
 	return sf.with(fs, func(s store) error {
-		i, err := s.Get(ctx, *name)
+		i, err := s.Get(ctx, name)
 		if err != nil {
 			return err // the store names the call and the lease
 		}

@@ -47,7 +47,7 @@ type serveConfig struct {
 }
 
 // serveInstead is what a client's store flag given to serve is told.
-const serveInstead = "serve fronts a store of its own (-db or -etcd); the token it requires is -require-token-file, " +
+const serveInstead = "serve fronts a store of its own (-db or -etcd); the token it requires is -auth-token-file, its admin token -admin-token-file, " +
 	"its TLS -tls-cert, -tls-key and -tls-client-ca"
 
 // parseServe parses and checks serve's flags.
@@ -59,9 +59,9 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	c.store.register(fs)
 	setFlagHelp(fs, "db", DefaultDB, "the SQLite `file` (created if missing)")
 	setFlagHelp(fs, "allow-overlayfs", "false", overlayFlagUsage)
-	setFlagHelp(fs, "auth-token-file", "", "the old name of -require-token-file")
-	requireFile := fs.String("require-token-file", "", "require this bearer token (read from `file`) on every /v1/ request")
-	adminFile := fs.String("admin-token-file", "", "accept revokes (POST /v1/revoke) with this admin token (read from `file`), which must differ from -require-token-file's; without it, revoke is refused")
+	setFlagHelp(fs, "auth-token-file", "", "require this bearer token (read from `file`) on every /v1/ request: the clients' token, the one they send with -auth-token-file")
+	requireFile := fs.String("require-token-file", "", "the old name of -auth-token-file (the same `file`)")
+	setFlagHelp(fs, "admin-token-file", "", "accept revokes (POST /v1/revoke) with this admin token (read from `file`), which must differ from -auth-token-file's and is enough alone for every other /v1/ request; without it, revoke is refused")
 	historyMax := fs.Int("history-max", lease.DefaultHistoryMaxEvents, "keep at most this many events of grant history (0: no history)")
 	historyAge := fs.Duration("history-age", lease.DefaultHistoryMaxAge, "keep no event of grant history older than this (0: any age)")
 	fs.DurationVar(&c.lockDelay, "lock-delay", 0, "keep a name unavailable this long after its lease expired (not after a release)")
@@ -79,7 +79,7 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	fs.Int64Var(&c.quota.maxKVBytes, "max-kv-bytes", 0, "refuse (507) a fenced write that takes keys and values beyond this many `bytes` (0: no bound)")
 	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
 	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
-	fs.BoolVar(&c.statusPage, "ui", true, "serve the status page at /ui (sign in with the -require-token-file token, or -admin-token-file's to revoke)")
+	fs.BoolVar(&c.statusPage, "ui", true, "serve the status page at /ui (sign in with the -auth-token-file token, or -admin-token-file's to revoke)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback `address` (off by default)")
 	c.tls.register(fs) // -tls-cert, -tls-key, -tls-client-ca (tls.go)
 	if err := parse(fs, args, false); err != nil {
@@ -88,6 +88,8 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	if err := c.takeOldTokenFlag(requireFile); err != nil {
 		return nil, err
 	}
+	adminFile := c.store.adminFile
+	c.store.adminFile = "" // the server's own admin token, not a client's: store.local must not refuse it
 	var err error
 	if c.storeKind, err = c.store.local(fs, "serve", serveInstead); err != nil {
 		return nil, err
@@ -102,12 +104,14 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	if c.tlsConfig, c.certs, err = c.tls.config(c.logger); err != nil {
 		return nil, err
 	}
-	return c, c.readTokens(*requireFile, *adminFile)
+	return c, c.readTokens(*requireFile, adminFile)
 }
 
-// takeOldTokenFlag makes -auth-token-file, serve's name for
-// -require-token-file until issue 26, the token the server requires: a
-// server started with the old name (or PICKET_AUTH_TOKEN_FILE) must not
+// takeOldTokenFlag joins serve's two names of the token it requires:
+// -auth-token-file, the clients' name for the same credential and serve's
+// since issue 37 (one name per credential on both sides), and
+// -require-token-file, serve's name from issue 26 to 37, which still
+// works: a server started with either (or PICKET_AUTH_TOKEN_FILE) must not
 // come up without authentication. Both names with different files in one
 // place are a usage error; -require-token-file on the command line wins
 // over PICKET_AUTH_TOKEN_FILE.
@@ -121,7 +125,7 @@ func (c *serveConfig) takeOldTokenFlag(requireFile *string) error {
 		return nil // the command line wins over PICKET_AUTH_TOKEN_FILE
 	}
 	if *requireFile != "" && *requireFile != old {
-		return usagef("serve: %s and %s name different files: -auth-token-file is the old name of -require-token-file; give one",
+		return usagef("serve: %s and %s name different files: -require-token-file is the old name of -auth-token-file; give one",
 			describeFlag("require-token-file", flagSource(c.fs, "require-token-file")), describeFlag("auth-token-file", flagSource(c.fs, "auth-token-file")))
 	}
 	*requireFile = old

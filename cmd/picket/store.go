@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -26,11 +27,17 @@ type storeFlags struct {
 	db        string
 	server    string
 	authFile  string
-	adminFile string         // -admin-token-file: registered by revoke only (admin.go)
+	adminFile string         // -admin-token-file: the admin token (revoke needs it; it opens every route)
 	tls       clientTLSFlags // -ca, -cert, -key (tls_client.go)
 	etcd      etcdFlags
 
 	allowOverlay bool
+
+	// existing: a read command's store (get, ls, watch, history, health,
+	// kv get): a -db that does not exist is a usage error, and nothing is
+	// created (sqlite.WithExisting). serve, acquire, run and kv put create
+	// the file.
+	existing bool
 }
 
 // overlayFlagUsage is the help of -allow-overlayfs.
@@ -50,6 +57,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", DefaultDB, "embedded mode: the SQLite `file`")
 	fs.StringVar(&f.server, "server", "", "remote mode: the picket server's `URL`")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "remote mode: read the bearer token from `file`")
+	fs.StringVar(&f.adminFile, "admin-token-file", "", "remote mode: read the server's admin token from `file`: revoke needs it, and alone it is enough for every request")
 	fs.BoolVar(&f.allowOverlay, "allow-overlayfs", false, "embedded mode: "+overlayFlagUsage)
 	f.tls.register(fs)
 	f.etcd.register(fs)
@@ -131,7 +139,7 @@ func (f *storeFlags) resolve(fs *flag.FlagSet) (storeKind, error) {
 }
 
 // dropServer forgets -server and the client flags that go with it
-// (-auth-token-file, -ca, -cert, -key), except those given on the command
+// (-auth-token-file, -admin-token-file, -ca, -cert, -key), except those given on the command
 // line: they came from the environment along with a server that is not
 // used.
 func (f *storeFlags) dropServer(fs *flag.FlagSet) {
@@ -139,7 +147,7 @@ func (f *storeFlags) dropServer(fs *flag.FlagSet) {
 	for _, t := range []struct {
 		flag string
 		v    *string
-	}{{"auth-token-file", &f.authFile}, {"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
+	}{{"auth-token-file", &f.authFile}, {"admin-token-file", &f.adminFile}, {"ca", &f.tls.ca}, {"cert", &f.tls.cert}, {"key", &f.tls.key}} {
 		if flagSource(fs, t.flag) != onCommandLine {
 			*t.v = ""
 		}
@@ -155,7 +163,7 @@ func (f *storeFlags) local(fs *flag.FlagSet, cmd, instead string) (storeKind, er
 		return 0, usagef("%s: -server names a picket server to use; %s", cmd, instead)
 	}
 	f.dropServer(fs) // what is left came from the command line
-	for _, c := range []struct{ flag, v string }{{"auth-token-file", f.authFile}, {"ca", f.tls.ca}, {"cert", f.tls.cert}, {"key", f.tls.key}} {
+	for _, c := range []struct{ flag, v string }{{"auth-token-file", f.authFile}, {"admin-token-file", f.adminFile}, {"ca", f.tls.ca}, {"cert", f.tls.cert}, {"key", f.tls.key}} {
 		if c.v != "" {
 			return 0, usagef("%s: -%s goes with -server; %s", cmd, c.flag, instead)
 		}
@@ -175,7 +183,19 @@ func (f *storeFlags) open(fs *flag.FlagSet) (store, error) {
 	case storeRemote:
 		return f.openRemote(fs)
 	}
-	s, err := sqlite.Open(f.db, overlayOption(f.allowOverlay)...)
+	opts := overlayOption(f.allowOverlay)
+	if f.existing {
+		opts = append(opts, sqlite.WithExisting())
+	}
+	s, err := sqlite.Open(f.db, opts...)
+	if f.existing && errors.Is(err, iofs.ErrNotExist) {
+		def := ""
+		if flagSource(fs, "db") == "" {
+			def = " (the default -db: name the store with -db, -server or -etcd)"
+		}
+		return nil, usagef("%s: %v%s; %s reads a store and creates none (serve, acquire, run and kv put create one)",
+			fs.Name(), err, def, fs.Name())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -308,19 +328,17 @@ func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
 	err := fs.Parse(args)
 	fs.SetOutput(out)
 	if err != nil {
-		// The flag package has printed the error and the usage: pass them
-		// on, with a hint after the error if there is one.
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) { // -h: the flag list, as asked
 			out.Write(printed.Bytes())
 			return &exitStatus{code: exitOK}
 		}
-		first, rest, _ := strings.Cut(printed.String(), "\n")
-		fmt.Fprintln(out, first)
+		// What the flag package printed (the error, then every flag) is
+		// dropped: one line says what was wrong (exitCode adds where to
+		// read the flags), so the error does not scroll away.
 		if hint := durationHint(fs, err.Error()); hint != "" {
-			fmt.Fprintln(out, hint)
+			return &usageError{cmd: fs.Name(), msg: fmt.Sprintf("%s: %v; %s", fs.Name(), err, hint)}
 		}
-		fmt.Fprint(out, rest)
-		return &exitStatus{code: exitUsage}
+		return &usageError{cmd: fs.Name(), msg: fmt.Sprintf("%s: %v", fs.Name(), err)}
 	}
 	onLine := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { onLine[f.Name] = true })
@@ -332,7 +350,7 @@ func parse(fs *flag.FlagSet, args []string, allowArgs bool) error {
 		if e := fs.Set(f.Name, v); e != nil {
 			err = usagef("%s: %s=%q: invalid value for -%s: %v", fs.Name(), envVar(f.Name), v, f.Name, e)
 			if hint := durationHint(fs, fmt.Sprintf("invalid value %q for flag -%s: ", v, f.Name)); hint != "" {
-				err = usagef("%v\n%s", err, hint)
+				err = usagef("%v; %s", err, hint)
 			}
 			return
 		}

@@ -55,9 +55,10 @@ func TestStoreFlagsEveryCommand(t *testing.T) {
 // own store (-db or -etcd): a client's flags (-server and its TLS) on the
 // command line are a usage error that says what serve takes instead, and
 // nothing is created; exported in the environment for the clients, they
-// are ignored. -auth-token-file, serve's name for the token it requires
-// until issue 26, still requires it (a server started with the old name
-// must not come up open); the new name is -require-token-file.
+// are ignored. -auth-token-file (serve's name for the token it requires
+// until issue 26, and again since issue 37: the clients' name for the same
+// credential) and -require-token-file (its name in between) both require
+// it: a server started with either must not come up open.
 func TestServeStoreFlags(t *testing.T) {
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
@@ -73,7 +74,7 @@ func TestServeStoreFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"server", []string{"-server", "http://127.0.0.1:1"}, "-require-token-file"},
+		{"server", []string{"-server", "http://127.0.0.1:1"}, "-auth-token-file"},
 		{"client TLS", []string{"-ca", tok}, "-tls-cert"},
 		{"db and etcd", []string{"-etcd", "127.0.0.1:1"}, "exclude each other"},
 		{"two token names", []string{"-require-token-file", tok, "-auth-token-file", other}, "old name"},

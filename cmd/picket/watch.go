@@ -26,27 +26,14 @@ import (
 // missed, some may be summed up.
 func runWatch(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "watch")
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	sf.register(fs)
-	nameF := fs.String("name", "", "the lease `name` (or give it as the argument)")
+	nameF := nameFlag(fs)
 	jsonF := fs.Bool("json", false, "print JSON lines: the HTTP API's watch state")
 	count := fs.Int("count", 0, "exit 0 after `N` lines (the first state included); 0: until a signal")
-	if err := parse(fs, args, true); err != nil {
+	name, _, err := leaseName(fs, args, nameF, false, false)
+	if err != nil {
 		return err
-	}
-	name := *nameF
-	if fs.NArg() > 0 { // the name as the argument, perhaps with flags after it: picket watch NAME -json
-		arg := fs.Arg(0)
-		if err := parse(fs, fs.Args()[1:], true); err != nil {
-			return err
-		}
-		if fs.NArg() > 0 || name != "" || *nameF != "" {
-			return usagef("watch: give one name, as the argument or with -name")
-		}
-		name = arg
-	}
-	if name == "" {
-		return usagef("watch: a name is required: picket watch NAME")
 	}
 	if *count < 0 {
 		return usagef("watch: -count must not be negative")

@@ -30,6 +30,9 @@ func TestWatchCommand(t *testing.T) {
 	for _, mode := range []string{"db", "server"} {
 		t.Run(mode, func(t *testing.T) {
 			db := tempDB(t)
+			if r := runPicket(t, "acquire", "-db", db, "other", "-ttl", "1s"); r.code != exitOK { // watch creates no store
+				t.Fatalf("acquire: exit %d: %s", r.code, r.stderr)
+			}
 			store := []string{"-db", db}
 			sig := os.Signal(syscall.SIGTERM)
 			if mode == "server" {

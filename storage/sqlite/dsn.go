@@ -33,15 +33,19 @@ func checkPath(path string) (string, error) {
 // synced (synchronous=FULL), BEGIN IMMEDIATE so that no transaction has to
 // upgrade its lock half-way, and a -wal started over cut back to walLimit.
 // Its busy_timeout is short: retryBusy polls.
-func writerDSN(path string, busy time.Duration) string {
-	return fileURI(path, []string{
+func writerDSN(path string, busy time.Duration, existing bool) string {
+	params := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(FULL)",
 		"_pragma=foreign_keys(1)",
 		"_pragma=journal_size_limit(" + strconv.Itoa(walLimit) + ")", // wal.go
 		"_txlock=immediate",
-	})
+	}
+	if existing {
+		params = append(params, "mode=rw") // WithExisting: SQLite must not create it either
+	}
+	return fileURI(path, params)
 }
 
 // readerDSN is the DSN of the read pool: the same file, query-only. The file
@@ -73,10 +77,18 @@ var createMu sync.Mutex
 // createPrivate creates the file at path, empty (an empty file is an empty
 // SQLite database), readable by its owner only, unless it exists. The file
 // holds the holders' secrets; SQLite would create it world-readable, and
-// its -wal and -shm files take the database file's permissions.
-func createPrivate(path string) error {
+// its -wal and -shm files take the database file's permissions. With
+// existing (WithExisting) it creates nothing: the file must be there.
+func createPrivate(path string, existing bool) error {
 	createMu.Lock()
 	defer createMu.Unlock()
+	if existing { // WithExisting: open it as it is, or fail
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil

@@ -1,9 +1,11 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -190,5 +192,42 @@ func TestClose(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestOpenExisting: WithExisting opens a database that is there and creates
+// nothing where there is none: no database, -reserve, -wal or -shm in the
+// directory after a refused Open, and an error matching fs.ErrNotExist.
+func TestOpenExisting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.db")
+	for _, p := range []string{path, filepath.Join(dir, "no-such-dir", "p.db")} {
+		s, err := sqlite.Open(p, sqlite.WithExisting())
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%s, WithExisting()): no error; want one matching fs.ErrNotExist", p)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open(%s, WithExisting()): %v; want an error matching fs.ErrNotExist", p, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("Open(%s, WithExisting()) failed and left %v behind", p, ents)
+		}
+	}
+	s, err := sqlite.Open(path) // creates it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(context.Background(), lease.AcquireRequest{Name: "a", Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = sqlite.Open(path, sqlite.WithExisting())
+	if err != nil {
+		t.Fatalf("Open of an existing store, WithExisting(): %v", err)
+	}
+	defer s.Close()
+	if i, err := s.Get(context.Background(), "a"); err != nil || i.Token != 1 {
+		t.Errorf("Get(a) on the store opened WithExisting(): %+v, %v; want token 1", i, err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // /x.db: is a directory", not "open /x.db: open /x.db: ..."), and a missing
 // directory is said in so many words. errors.Is and errors.As still reach
 // the cause.
-func openFailed(path string, err error) error {
+func openFailed(path string, existing bool, err error) error {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Path != path {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -23,6 +23,11 @@ func openFailed(path string, err error) error {
 		dir := filepath.Dir(path)
 		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
 			msg = "directory " + dir + " does not exist (the file is created, its directory is not)"
+			if existing {
+				msg = "directory " + dir + " does not exist"
+			}
+		} else if existing {
+			msg = "no such file"
 		}
 	}
 	return &openError{path: path, msg: msg, err: err}

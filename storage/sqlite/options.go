@@ -40,6 +40,7 @@ type config struct {
 	quota       quota         // quota.go
 	tokenFloor  token.Token   // backup.go
 	overlayRisk bool          // fsys.go
+	existing    bool          // WithExisting: never create the file
 	historyMax  int           // history.go: events kept; 0 turns it off
 	historyAge  time.Duration // history.go: the oldest kept; 0: any age
 }
@@ -70,6 +71,15 @@ func WithClock(c lease.Clock) Option { return func(cfg *config) { cfg.clock = c 
 // the name at once. Between 0 (the default) and lease.MaxLockDelay, whole
 // milliseconds.
 func WithLockDelay(d time.Duration) Option { return func(cfg *config) { cfg.lockDelay = d } }
+
+// WithExisting makes Open use only a database that exists: a path with no
+// file is an error matching fs.ErrNotExist, and nothing is created (no
+// database, no -reserve, -wal or -shm), the SQLite open included (mode=rw),
+// so a file removed meanwhile is not made again either. For a program that
+// only reads a store (picket get, ls, watch, history, health, kv get): a
+// mistyped path fails instead of leaving an empty store behind. An empty
+// file that exists is an empty store, as without the option.
+func WithExisting() Option { return func(cfg *config) { cfg.existing = true } }
 
 // WithLogger sets the logger. The store logs failed batches and the moment
 // it fails closed. Without it, or with a nil logger, nothing is logged.

@@ -55,6 +55,7 @@ type Store struct {
 	kvFloor   token.Token // the fenced keys' floor a restore set (floor.go)
 
 	overlayRisk bool     // WithOverlayRisk (fsys.go)
+	existing    bool     // WithExisting (options.go)
 	place       fileHere // the file the path named at Open (moved.go)
 	space       space    // a full disk and the reserve (reserve.go)
 }
@@ -109,6 +110,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		history:   historyState{max: cfg.historyMax, age: cfg.historyAge},
 
 		overlayRisk: cfg.overlayRisk,
+		existing:    cfg.existing,
 		ops:         make(chan *op, cfg.maxBatch),
 		closing:     make(chan struct{}),
 		done:        make(chan struct{}),
@@ -117,7 +119,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := s.open(context.Background(), cfg.readConns); err != nil {
 		s.closeDBs()
 		s.m.exit(true)
-		return nil, openFailed(abs, err)
+		return nil, openFailed(abs, cfg.existing, err)
 	}
 	s.m.exit(false)
 	go s.writeLoop()
@@ -128,7 +130,7 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	if err := s.checkFileSystem(); err != nil { // fsys.go
 		return err
 	}
-	if err := createPrivate(s.path); err != nil {
+	if err := createPrivate(s.path, s.existing); err != nil {
 		return err
 	}
 	s.checkSpace()                    // reserve.go: before SQLite needs room for its -shm
@@ -140,7 +142,7 @@ func (s *Store) open(ctx context.Context, readConns int) error {
 	}
 	hook("joining") // holding the gate
 	var err error
-	if s.wdb, err = sql.Open("sqlite", writerDSN(s.real, min(s.busy, sqliteBusyWait))); err != nil {
+	if s.wdb, err = sql.Open("sqlite", writerDSN(s.real, min(s.busy, sqliteBusyWait), s.existing)); err != nil {
 		return err
 	}
 	s.wdb.SetMaxOpenConns(1)
