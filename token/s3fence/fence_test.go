@@ -213,18 +213,19 @@ func TestLostRaceRetried(t *testing.T) {
 			}
 		}
 	}
-	run := func(n int, tok func(i int) token.Token, op func() error) (error, int) {
+	run := func(n int, tok func(i int) token.Token, op func() error) (int, error) {
 		t.Helper()
 		calls := 0
 		restore := s3fence.SetRaceHook(between(n, tok, &calls))
 		defer restore()
-		return op(), calls
+		err := op()
+		return calls, err
 	}
 	low := func(int) token.Token { return 4 }
 
 	// Over a lower token: retried, lands.
 	must(t, b.Put(ctx, "a", 2, []byte("from 2")))
-	err, calls := run(1, low, func() error { return b.Put(ctx, "a", 6, []byte("from 6")) })
+	calls, err := run(1, low, func() error { return b.Put(ctx, "a", 6, []byte("from 6")) })
 	if err != nil || calls != 2 {
 		t.Fatalf("Put(6) with token 4 written in between: %v after %d reads; want nil after 2", err, calls)
 	}
@@ -233,7 +234,7 @@ func TestLostRaceRetried(t *testing.T) {
 	}
 
 	// Under a higher token: stale, the higher one's data kept.
-	err, calls = run(1, func(int) token.Token { return 9 }, func() error { return b.Put(ctx, "a", 7, []byte("from 7")) })
+	calls, err = run(1, func(int) token.Token { return 9 }, func() error { return b.Put(ctx, "a", 7, []byte("from 7")) })
 	stale(t, err, 7, 9)
 	if data, tok := get(t, b, "a"); data != "between 1" || tok != 9 || calls != 1 {
 		t.Fatalf("Get = %q, %d after %d reads; want \"between 1\", 9 after 1", data, tok, calls)
@@ -241,7 +242,7 @@ func TestLostRaceRetried(t *testing.T) {
 
 	// A key without an object: If-None-Match: * loses to the object
 	// created in between.
-	err, calls = run(1, low, func() error { return b.Put(ctx, "b", 5, []byte("from 5")) })
+	calls, err = run(1, low, func() error { return b.Put(ctx, "b", 5, []byte("from 5")) })
 	if err != nil || calls != 2 {
 		t.Fatalf("Put(5) on a new key created in between: %v after %d reads; want nil after 2", err, calls)
 	}
@@ -251,16 +252,16 @@ func TestLostRaceRetried(t *testing.T) {
 
 	// Delete, over a lower token and under a higher one.
 	must(t, b.Put(ctx, "c", 1, []byte("from 1")))
-	err, calls = run(1, func(int) token.Token { return 2 }, func() error { return b.Delete(ctx, "c", 3) })
+	calls, err = run(1, func(int) token.Token { return 2 }, func() error { return b.Delete(ctx, "c", 3) })
 	if _, tok, gerr := b.Get(ctx, "c"); err != nil || calls != 2 || !errors.Is(gerr, s3fence.ErrNotFound) || tok != 3 {
 		t.Fatalf("Delete(3) with token 2 written in between: %v after %d reads, then Get: %d, %v", err, calls, tok, gerr)
 	}
-	err, _ = run(1, func(int) token.Token { return 8 }, func() error { return b.Delete(ctx, "c", 5) })
+	_, err = run(1, func(int) token.Token { return 8 }, func() error { return b.Delete(ctx, "c", 5) })
 	stale(t, err, 5, 8)
 
 	// Losing every time: Attempts lost races, then ErrContended, and
 	// nothing of the Put written.
-	err, calls = run(s3fence.Attempts, func(i int) token.Token { return token.Token(10 + i) }, func() error { return b.Put(ctx, "d", 100, []byte("from 100")) })
+	calls, err = run(s3fence.Attempts, func(i int) token.Token { return token.Token(10 + i) }, func() error { return b.Put(ctx, "d", 100, []byte("from 100")) })
 	if !errors.Is(err, s3fence.ErrContended) || errors.Is(err, token.ErrStale) || calls != s3fence.Attempts {
 		t.Fatalf("Put losing every race: %v after %d reads; want ErrContended after %d", err, calls, s3fence.Attempts)
 	}
