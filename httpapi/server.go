@@ -145,6 +145,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.NoBody
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if !s.noUI && underUI(r.URL.Path) {
+		// Before anything can answer: the guard's refusals, a 405, the
+		// redirects of the forms are answers under /ui as much as the page.
+		uiSecurityHeaders(w.Header())
+	}
 	if err := s.guard(r); err != nil {
 		start := time.Now()
 		code := s.writeError(w, r, opOther, err)

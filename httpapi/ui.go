@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -80,9 +81,20 @@ type uiPage struct {
 	uiStatusData // the status page
 }
 
+// underUI reports whether p is the status page's path or one below it.
+func underUI(p string) bool { return p == "/ui" || strings.HasPrefix(p, "/ui/") }
+
 // uiHeaders sets the headers of every page of /ui.
 func uiHeaders(h http.Header, contentType string) {
 	h.Set("Content-Type", contentType)
+	uiSecurityHeaders(h)
+}
+
+// uiSecurityHeaders sets the headers of every answer under /ui, whatever
+// answers it: ServeHTTP sets them before the guard and the routes run, so
+// a refusal (JSON 400, 403, 405) and a form's 303 carry them as the pages
+// do.
+func uiSecurityHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", uiCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
