@@ -60,7 +60,7 @@ func WithStatusPage(on bool) Option {
 // uiRoutes registers the page's routes. They sit behind the same guard as
 // the API (Origin and Host checks, in ServeHTTP) and their own sign-in.
 func (s *Server) uiRoutes() {
-	s.ui = newUIKeys()
+	s.ui = newUIKeys(s.auth, s.admin)
 	s.mux.Handle("GET /ui", s.instrument(opUI, s.uiStatus))
 	s.mux.Handle("GET /ui/style.css", s.instrument(opUI, s.uiStylesheet))
 	s.mux.Handle("POST /ui/login", s.instrument(opUI, s.uiForm(s.uiLogin)))
@@ -191,11 +191,16 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// uiLogout answers POST /ui/logout: the cookie is cleared.
+// uiLogout answers POST /ui/logout: the session ends on the server (every
+// session of its role made before, copies of the cookie included, is
+// refused from now on; ui_session.go) and the cookie is cleared.
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request) error {
 	u := s.uiSessionOf(r)
 	if u.Signed() && !s.ui.checkForm(u, r.PostForm.Get("csrf")) {
 		return s.uiMessage(w, r, http.StatusForbidden, "Refused", "The form token is missing or wrong: reload the page and try again.")
+	}
+	if u.Signed() {
+		s.ui.signOut(u.role)
 	}
 	setSession(w, r, "", -1)
 	http.Redirect(w, r, "/ui", http.StatusSeeOther)

@@ -49,3 +49,72 @@ func TestUIEveryAnswerHeaders(t *testing.T) {
 	check("DELETE /ui (405)", e.do(t, http.MethodDelete, "/ui", "", http.Header{}), http.StatusMethodNotAllowed)
 	check("sign-out's 303", e.form(t, "/ui/logout", url.Values{"csrf": {csrf}}), http.StatusSeeOther)
 }
+
+// TestUISignOutEndsSession: a cookie copied before "Sign out" is refused
+// after it, on the page and on a revoke with its form token, and the lease
+// stays; signing in again works; a session of the other role lives on.
+// Issue 38 item 4: on the code before, the copied admin cookie signed in as
+// admin, revoke included, for its 12 hours.
+func TestUISignOutEndsSession(t *testing.T) {
+	e := newUIEnv(t, httpapi.WithAuthToken(uiAPIToken), httpapi.WithAdminToken(uiAdminToken))
+	g := e.grant(t, "a", "me", time.Hour)
+	tok := strconv.FormatUint(uint64(g.Token), 10)
+	withCookie := func(c string) http.Header { return http.Header{"Cookie": {"picket_ui=" + c}} }
+	cookieOf := func(a answer) string {
+		t.Helper()
+		for _, c := range (&http.Response{Header: a.header}).Cookies() {
+			if c.Name == "picket_ui" && c.Value != "" {
+				return c.Value
+			}
+		}
+		t.Fatalf("no session cookie in %v", a.header)
+		return ""
+	}
+	signIn := func(tok string) string {
+		t.Helper()
+		a := e.do(t, http.MethodPost, "/ui/login", url.Values{"token": {tok}}.Encode(), http.Header{
+			"Content-Type": {"application/x-www-form-urlencoded"}, "Origin": {e.url}, "Cookie": nil,
+		})
+		if a.status != http.StatusSeeOther {
+			t.Fatalf("sign in: %d %s", a.status, a.body)
+		}
+		return cookieOf(a)
+	}
+	viewer := signIn(uiAPIToken)
+	admin := signIn(uiAdminToken)
+	page := e.do(t, http.MethodGet, "/ui", "", withCookie(admin))
+	if page.status != http.StatusOK || !strings.Contains(string(page.body), "signed in as admin") {
+		t.Fatalf("the admin's page: %d\n%s", page.status, page.body)
+	}
+	csrf := formToken(t, page.body)
+
+	out := e.do(t, http.MethodPost, "/ui/logout", url.Values{"csrf": {csrf}}.Encode(), http.Header{
+		"Content-Type": {"application/x-www-form-urlencoded"}, "Origin": {e.url}, "Cookie": {"picket_ui=" + admin},
+	})
+	if out.status != http.StatusSeeOther {
+		t.Fatalf("sign out: %d %s", out.status, out.body)
+	}
+
+	// The copy, replayed.
+	if a := e.do(t, http.MethodGet, "/ui", "", withCookie(admin)); a.status != http.StatusUnauthorized || strings.Contains(string(a.body), "signed in as admin") {
+		t.Errorf("the signed-out cookie's page: %d, want 401 (the sign-in form)\n%s", a.status, a.body)
+	}
+	rv := e.do(t, http.MethodPost, "/ui/revoke", url.Values{"name": {"a"}, "token": {tok}, "csrf": {csrf}}.Encode(), http.Header{
+		"Content-Type": {"application/x-www-form-urlencoded"}, "Origin": {e.url}, "Cookie": {"picket_ui=" + admin},
+	})
+	if rv.status != http.StatusForbidden {
+		t.Errorf("a revoke with the signed-out cookie: %d, want 403\n%s", rv.status, rv.body)
+	}
+	if in, err := e.store.Get(t.Context(), "a"); err != nil || in.Token != g.Token {
+		t.Errorf("after the replayed revoke the lease is %+v, %v; want it untouched", in, err)
+	}
+	// The viewer's session is another role's: it lives on.
+	if a := e.do(t, http.MethodGet, "/ui", "", withCookie(viewer)); a.status != http.StatusOK {
+		t.Errorf("the viewer's page after the admin signed out: %d", a.status)
+	}
+	// A new sign-in works, and is a new session.
+	again := signIn(uiAdminToken)
+	if a := e.do(t, http.MethodGet, "/ui", "", withCookie(again)); a.status != http.StatusOK || !strings.Contains(string(a.body), "signed in as admin") {
+		t.Errorf("signed in again: %d", a.status)
+	}
+}
