@@ -150,6 +150,7 @@ func (s *Server) uiStatus(w http.ResponseWriter, r *http.Request) error {
 		return s.uiMessage(w, r, http.StatusTooManyRequests, "Busy", "The server is answering too many lists at once; this page will load again shortly.")
 	}
 	defer s.lists.give()
+	s.answerDeadline(w)
 	p := &uiPage{Title: "Status", Refresh: uiRefresh, Session: u}
 	p.uiStatusData = s.gather(r.Context(), u, time.Now())
 	return s.render(w, http.StatusOK, "status", p)
@@ -174,6 +175,7 @@ func (s *Server) uiForm(h handler) handler {
 			// Not err's text: it can quote the body, a token included.
 			return s.uiMessage(w, r, http.StatusBadRequest, "Bad request", "The form is not valid application/x-www-form-urlencoded.")
 		}
+		s.answerDeadline(w)
 		return h(w, r)
 	}
 }

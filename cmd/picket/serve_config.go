@@ -69,7 +69,7 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.sweep, "sweep", DefaultSweepInterval, "how often to delete expired lease rows")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "answer 429 beyond this many /v1/ requests at once, long polls aside (0: no bound)")
 	fs.IntVar(&c.maxWaiting, "max-waiting", httpapi.DefaultMaxWaiting, "answer 429 beyond this many acquires waiting with wait_ms (0: no bound)")
-	fs.IntVar(&c.maxLists, "max-lists", httpapi.DefaultMaxLists, "answer this many lists at once; more wait their turn (0: no bound)")
+	fs.IntVar(&c.maxLists, "max-lists", httpapi.DefaultMaxLists, "answer this many lists and history pages at once; more wait their turn (0: no bound)")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "cut off a request whose body has not arrived this long after its headers")
 	fs.Int64Var(&c.bodyBudget, "body-budget", httpapi.DefaultBodyBudget, "answer 429 to a request body that would take the bodies held at once beyond this many `bytes` (0: no bound)")
 	fs.Var(&c.allowOrigins, "allow-origin", "answer requests from web pages of this `origin` (scheme://host[:port]; repeat or comma-separate; * for any)")
