@@ -77,6 +77,7 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	fs.IntVar(&c.quota.maxLeases, "max-leases", 0, "refuse (507) a new lease beyond this many live ones (0: no bound)")
 	fs.IntVar(&c.quota.maxKVKeys, "max-kv-keys", 0, "refuse (507) a new fenced key beyond this many (0: no bound)")
 	fs.Int64Var(&c.quota.maxKVBytes, "max-kv-bytes", 0, "refuse (507) a fenced write that takes keys and values beyond this many `bytes` (0: no bound)")
+	fs.IntVar(&c.quota.maxWatched, "max-watched", 0, "-db: refuse (507) a watch of a new name beyond this many names ever watched, each a row kept for watches (0: no bound)")
 	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
 	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
 	fs.BoolVar(&c.statusPage, "ui", true, "serve the status page at /ui (sign in with the -require-token-file token, or -admin-token-file's to revoke)")
@@ -133,8 +134,8 @@ func (c *serveConfig) check() error {
 	if c.hist.max < 0 || c.hist.age < 0 {
 		return usagef("serve: -history-max and -history-age must not be negative")
 	}
-	if c.maxLists < 0 || c.quota.maxLeases < 0 || c.quota.maxKVKeys < 0 || c.quota.maxKVBytes < 0 || c.bodyBudget < 0 {
-		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes and -body-budget must not be negative")
+	if c.maxLists < 0 || c.quota.maxLeases < 0 || c.quota.maxKVKeys < 0 || c.quota.maxKVBytes < 0 || c.quota.maxWatched < 0 || c.bodyBudget < 0 {
+		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes, -max-watched and -body-budget must not be negative")
 	}
 	if c.debugAddr != "" {
 		if err := checkDebugAddr(c.debugAddr); err != nil {
