@@ -46,8 +46,9 @@ type Server struct {
 
 	origins, hosts []string // allowed Origin and Host values, lowercased
 
-	ui   *uiKeys // the status page's session key (ui_session.go)
-	noUI bool    // WithStatusPage(false)
+	ui     *uiKeys    // the status page's session key (ui_session.go)
+	logins loginLimit // wrong tokens per client address (ui_limit.go)
+	noUI   bool       // WithStatusPage(false)
 }
 
 // NewServer returns a Server over store. If store implements lease.HealthChecker,

@@ -175,6 +175,12 @@ func (s *Server) uiForm(h handler) handler {
 			// Not err's text: it can quote the body, a token included.
 			return s.uiMessage(w, r, http.StatusBadRequest, "Bad request", "The form is not valid application/x-www-form-urlencoded.")
 		}
+		// The same admission as the API's requests: an in-flight slot.
+		r, release, ok := s.admit.admitRequest(r)
+		if !ok {
+			return s.uiMessage(w, r, http.StatusTooManyRequests, "Busy", "The server is answering too many requests at once; try again shortly.")
+		}
+		defer release()
 		s.answerDeadline(w)
 		return h(w, r)
 	}
@@ -183,8 +189,14 @@ func (s *Server) uiForm(h handler) handler {
 // uiLogin answers POST /ui/login: a token that signs in gets a session
 // cookie and is sent to the page; any other gets the form again, 401.
 func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) error {
+	addr, now := clientAddr(r), time.Now()
+	if !s.logins.allowed(addr, now) {
+		w.Header().Set("Retry-After", "60")
+		return s.uiMessage(w, r, http.StatusTooManyRequests, "Too many tries", "Too many wrong tokens from this address: wait a minute and try again.")
+	}
 	role := s.tokenRole(r.PostForm.Get("token"))
 	if role == roleNone {
+		s.logins.failed(addr, now)
 		level.Debug(s.logger).Log("msg", "request refused", "op", opUI, "method", r.Method, "path", r.URL.Path, "status", http.StatusUnauthorized, "err", "wrong token")
 		return s.render(w, http.StatusUnauthorized, "login", &uiPage{Title: "Sign in", Problem: "That token is neither the server's bearer token nor its admin token.", Session: s.uiSessionOf(r)})
 	}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -116,5 +117,50 @@ func TestUISignOutEndsSession(t *testing.T) {
 	again := signIn(uiAdminToken)
 	if a := e.do(t, http.MethodGet, "/ui", "", withCookie(again)); a.status != http.StatusOK || !strings.Contains(string(a.body), "signed in as admin") {
 		t.Errorf("signed in again: %d", a.status)
+	}
+}
+
+// TestUILoginLimit: the sign-in form compares tokens, so each client
+// address may send 10 wrong ones a minute: the 11th, and then even the
+// right token, is 429 with no cookie, while another address (127.0.0.2)
+// signs in. And a sign-in takes an in-flight slot as the API's requests
+// do: with the only slot held by a history page its client does not read,
+// the sign-in is 429. On the code before, the 11th wrong token was 401
+// like the others and the right one signed in (no limit), and the sign-in
+// took no slot. Its control is the mutant ui-login-unlimited (ui_limit.go:
+// every address allowed).
+func TestUILoginLimit(t *testing.T) {
+	e := newUIEnv(t, httpapi.WithAuthToken(uiAPIToken), httpapi.WithMaxInFlight(1), httpapi.WithMaxLists(1))
+	for i := range 10 {
+		if a := e.form(t, "/ui/login", url.Values{"token": {"guess-" + strconv.Itoa(i)}}); a.status != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i+1, a.status)
+		}
+	}
+	if a := e.form(t, "/ui/login", url.Values{"token": {"guess-10"}}); a.status != http.StatusTooManyRequests {
+		t.Errorf("the 11th wrong token: %d, want 429", a.status)
+	}
+	if a := e.form(t, "/ui/login", url.Values{"token": {uiAPIToken}}); a.status != http.StatusTooManyRequests || a.header.Get("Set-Cookie") != "" {
+		t.Errorf("the right token from a limited address: %d (cookie %q), want 429 and none", a.status, a.header.Get("Set-Cookie"))
+	}
+	other := *e
+	other.hc = &http.Client{
+		Transport:     &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if a := other.form(t, "/ui/login", url.Values{"token": {uiAPIToken}}); a.status != http.StatusSeeOther {
+		t.Errorf("the right token from 127.0.0.2: %d, want 303", a.status)
+	}
+
+	// The only in-flight slot held by a history page nobody reads.
+	tse := &env{store: e.store, srv: e.srv}
+	fillHistory(t, tse, 5001)
+	addr := serveOn(t, e.srv, smallSendBuffer)
+	if s := nonReader(t, addr, "GET /v1/history?limit=10000 HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer "+uiAPIToken+"\r\n\r\n", 10*time.Second); s != "200" {
+		t.Fatalf("the non-reader's answer: %q", s)
+	}
+	busy := other
+	busy.url = "http://" + addr
+	if a := busy.form(t, "/ui/login", url.Values{"token": {uiAPIToken}}); a.status != http.StatusTooManyRequests {
+		t.Errorf("a sign-in while the only in-flight slot is held: %d, want 429", a.status)
 	}
 }
