@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -136,11 +137,45 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := historyJSON{Events: make([]eventJSON, 0, len(page.Events)), Next: page.Next}
-	for _, e := range page.Events {
-		out.Events = append(out.Events, wire.FromEvent(e))
+	return writeHistory(w, page)
+}
+
+// writeHistory answers page as historyJSON, streamed an event at a time:
+// a page of lease.MaxHistoryLimit events is megabytes of JSON, and the
+// answer must not hold a second copy of it while a slow client reads
+// (issue 38). The page itself is held under a list slot (routeWith).
+func writeHistory(w http.ResponseWriter, page lease.HistoryPage) error {
+	h := w.Header()
+	h["Content-Type"] = contentJSON
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(http.StatusOK)
+	buf := make([]byte, 0, 512)
+	buf = append(buf, `{"events":[`...)
+	for i, e := range page.Events {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		b, err := json.Marshal(wire.FromEvent(e))
+		if err != nil {
+			return nil // a string field cannot fail; the answer is cut short
+		}
+		buf = append(buf, b...)
+		if len(buf) >= 4<<10 {
+			if _, err := w.Write(buf); err != nil {
+				return nil // the client went away or its write deadline passed
+			}
+			buf = buf[:0]
+		}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	buf = append(buf, ']')
+	if page.Next != 0 {
+		buf = append(buf, `,"next":`...)
+		buf = strconv.AppendUint(buf, page.Next, 10)
+	}
+	buf = append(buf, "}\n"...)
+	_, _ = w.Write(buf)
+	return nil
 }
 
 func historyQuery(raw string) (lease.HistoryRequest, error) {

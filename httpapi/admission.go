@@ -69,8 +69,9 @@ func WithMaxWaiting(n int) Option {
 	return serverOption("WithMaxWaiting", func(c *config) { c.waiting = n })
 }
 
-// WithMaxLists bounds the lists (GET /v1/leases) answered at once (default
-// DefaultMaxLists). A page of a list reads up to 10,000 rows: many at once
+// WithMaxLists bounds the lists (GET /v1/leases) and history pages (GET
+// /v1/history) answered at once (default DefaultMaxLists), the status
+// page's loads among them. A page of either reads up to 10,000 rows: many at once
 // would take every read connection of the store and make point reads wait
 // behind them. More lists wait their turn, holding no in-flight slot, for up
 // to 10 s, then are answered 429 too_many_requests. 0 means no bound;

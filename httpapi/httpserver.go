@@ -21,8 +21,16 @@ const (
 	DefaultReadTimeout = 30 * time.Second
 
 	// DefaultWriteTimeout bounds a request from the end of its headers to the
-	// end of its answer: longer than the longest wait_ms.
+	// end of its answer: longer than the longest wait_ms. It is the long
+	// polls' bound; every other answer has DefaultAnswerTimeout.
 	DefaultWriteTimeout = lease.MaxWait + 30*time.Second
+
+	// DefaultAnswerTimeout bounds writing an answer that is not a long poll,
+	// from the moment the request was admitted (its body read, its slot
+	// taken): far below DefaultWriteTimeout, so that a client that never
+	// reads its answer holds a slot and the answer's memory for seconds, not
+	// for a long poll's minute and a half (issue 38).
+	DefaultAnswerTimeout = 10 * time.Second
 
 	// DefaultIdleTimeout bounds how long a kept-alive connection waits for
 	// its next request.
@@ -31,6 +39,25 @@ const (
 	// DefaultMaxHeaderBytes bounds a request's headers.
 	DefaultMaxHeaderBytes = 64 << 10
 )
+
+// WithAnswerTimeout sets the time the Server gives a client to take an
+// answer that is not a long poll (default DefaultAnswerTimeout), counted
+// from the moment the request is admitted; past it the connection's write
+// fails and the request lets go of its slot. Long polls (an acquire's
+// wait_ms, a watch's wait) set their own deadline, wait plus a margin. 0
+// leaves the http.Server's WriteTimeout alone; negative is lease.ErrInvalid
+// from NewServer. A Server's option.
+func WithAnswerTimeout(d time.Duration) Option {
+	return serverOption("WithAnswerTimeout", func(c *config) { c.answerTimeout = d })
+}
+
+// answerDeadline sets the connection's write deadline to the answer
+// timeout from now (a long poll moves it on once it starts waiting).
+func (s *Server) answerDeadline(w http.ResponseWriter) {
+	if s.answerTimeout > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.answerTimeout))
+	}
+}
 
 // HTTPServer returns an *http.Server for s with every timeout set (the
 // Default* constants) and its own errors logged to the Server's logger

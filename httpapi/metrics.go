@@ -10,8 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/picketlock/picket/lease"
 )
 
 // Operation names: the "op" label of picket_http_request_duration_seconds.
@@ -53,7 +51,7 @@ const (
 //	                                asked at each scrape
 //	request_body_bytes              bytes of request bodies held (read or being read) right now
 //	build_info{version,revision,goversion}  always 1: which picket this is
-//	leases_live                     unexpired leases in the store (with WatchStore), asked at each scrape
+//	leases_live                     unexpired leases in the store (with WatchStore), asked every 5 s at most
 //	lease_oldest_age_seconds        age of the oldest live lease (with WatchStore)
 //
 // plus the Go runtime and process collectors. Expiries happen inside the
@@ -69,7 +67,7 @@ type Metrics struct {
 
 	health atomic.Pointer[func(context.Context) error] // the server's health check
 	bodies atomic.Pointer[budget]                      // the server's body budget
-	stats  atomic.Pointer[lease.StatsReporter]         // WatchStore
+	stats  atomic.Pointer[statsCache]                  // WatchStore
 }
 
 // NewMetrics returns Metrics on a new registry.

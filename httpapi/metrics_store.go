@@ -3,32 +3,82 @@ package httpapi
 import (
 	"context"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/picketlock/picket/lease"
 )
 
-// WatchStore makes every scrape of /metrics ask the store's Stats for its
-// live leases (picket_leases_live), the age of the oldest
+// DefaultStatsInterval is how long WatchStore keeps the store's figures
+// before it asks the store again.
+const DefaultStatsInterval = 5 * time.Second
+
+// WatchStore makes /metrics export the store's live leases
+// (picket_leases_live), the age of the oldest
 // (picket_lease_oldest_age_seconds, when lease.Stats.Oldest is not
 // negative) and the size of its write-ahead log (picket_sqlite_wal_bytes,
-// when lease.Stats.WAL is not negative); the status page shows them too.
+// when lease.Stats.WAL is not negative), as its Stats says; the status page
+// shows them too. It is WatchStoreEvery(store, DefaultStatsInterval).
 // storage/sqlite and storage/etcd implement lease.StatsReporter. Without it,
 // none of these series is exported.
 func (m *Metrics) WatchStore(store lease.StatsReporter) {
-	m.stats.Store(&store)
+	m.WatchStoreEvery(store, DefaultStatsInterval)
 }
 
-// storeCollector asks the store once per scrape and exports both series.
+// WatchStoreEvery is WatchStore asking the store at most once every
+// interval: a store's Stats reads every lease (storage/sqlite scans its
+// leases table: tens of milliseconds at 300,000 leases), and /metrics is
+// open to anyone who can reach the server, so a scrape must not cost a
+// scan. Scrapes and page loads within an interval of the last reading
+// answer from it (the oldest lease's age moved on by the time since);
+// concurrent ones wait for the one reading. 0 asks at every scrape.
+func (m *Metrics) WatchStoreEvery(store lease.StatsReporter, interval time.Duration) {
+	m.stats.Store(&statsCache{store: store, every: interval})
+}
+
+// statsCache is the store's last figures, kept for an interval.
+type statsCache struct {
+	store lease.StatsReporter
+	every time.Duration
+
+	mu  sync.Mutex // held while the store is asked
+	at  time.Time  // when the figures were read; zero: never
+	st  lease.Stats
+	err error
+}
+
+// read returns the store's figures, asking it if the last reading is an
+// interval old or more.
+func (c *statsCache) read(ctx context.Context) (lease.Stats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.every > 0 {
+		if since := time.Since(c.at); since < c.every {
+			st := c.st
+			if st.Live > 0 && st.Oldest >= 0 {
+				st.Oldest += since
+			}
+			return st, c.err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	c.st, c.err = c.store.Stats(ctx)
+	c.at = time.Now()
+	return c.st, c.err
+}
+
+// storeCollector exports the store's figures at each scrape.
 type storeCollector struct {
-	stats        *atomic.Pointer[lease.StatsReporter]
+	stats        *atomic.Pointer[statsCache]
 	live, oldest *prometheus.Desc
 	wal          *prometheus.Desc
 }
 
-func newStoreCollector(stats *atomic.Pointer[lease.StatsReporter]) *storeCollector {
+func newStoreCollector(stats *atomic.Pointer[statsCache]) *storeCollector {
 	return &storeCollector{
 		stats:  stats,
 		live:   prometheus.NewDesc("picket_leases_live", "Unexpired leases in the store.", nil, nil),
@@ -48,9 +98,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	if f == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
-	defer cancel()
-	st, err := (*f).Stats(ctx)
+	st, err := f.read(context.Background())
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.live, err)
 		return

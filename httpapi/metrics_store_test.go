@@ -23,7 +23,7 @@ func TestMetricsForOperators(t *testing.T) {
 	m := httpapi.NewMetrics()
 	clk := leasetest.NewClock()
 	st := mustOpenStore(t, clk, sqlite.WithBatchHook(m.ObserveBatch))
-	m.WatchStore(st)
+	m.WatchStoreEvery(st, 0) // asked at every scrape: the figures follow the fake clock
 	e := serve(t, clk, st, httpapi.WithKV(st), httpapi.WithMetrics(m))
 
 	if got := metricValue(t, m, "picket_leases_live"); got != 0 {

@@ -33,6 +33,7 @@ type config struct {
 	waiting        int
 	lists          int
 	bodyTimeout    time.Duration
+	answerTimeout  time.Duration
 	bodyBudget     int64
 	origins, hosts []string
 	noUI           bool
@@ -48,11 +49,12 @@ type config struct {
 // newConfig applies opts over the defaults.
 func newConfig(opts []Option) config {
 	c := config{
-		inFlight:    DefaultMaxInFlight,
-		waiting:     DefaultMaxWaiting,
-		lists:       DefaultMaxLists,
-		bodyTimeout: DefaultBodyTimeout,
-		bodyBudget:  DefaultBodyBudget,
+		inFlight:      DefaultMaxInFlight,
+		waiting:       DefaultMaxWaiting,
+		lists:         DefaultMaxLists,
+		bodyTimeout:   DefaultBodyTimeout,
+		answerTimeout: DefaultAnswerTimeout,
+		bodyBudget:    DefaultBodyBudget,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -76,6 +78,8 @@ func serverConfig(opts []Option) (config, error) {
 		return config{}, fmt.Errorf("%w: a negative bound (in flight %d, waiting %d, lists %d)", lease.ErrInvalid, c.inFlight, c.waiting, c.lists)
 	case c.bodyTimeout < 0:
 		return config{}, fmt.Errorf("%w: body timeout %v is negative", lease.ErrInvalid, c.bodyTimeout)
+	case c.answerTimeout < 0:
+		return config{}, fmt.Errorf("%w: answer timeout %v is negative", lease.ErrInvalid, c.answerTimeout)
 	case c.bodyBudget < 0:
 		return config{}, fmt.Errorf("%w: body budget %d is negative", lease.ErrInvalid, c.bodyBudget)
 	}

@@ -40,13 +40,15 @@ type Server struct {
 	admit admission // how many /v1/ requests it takes at once
 	lists slots     // how many lists it answers at once
 
-	bodies      *budget       // bytes of request bodies held at once
-	bodyTimeout time.Duration // to receive a body
+	bodies        *budget       // bytes of request bodies held at once
+	bodyTimeout   time.Duration // to receive a body
+	answerTimeout time.Duration // to write an answer that is no long poll
 
 	origins, hosts []string // allowed Origin and Host values, lowercased
 
-	ui   *uiKeys // the status page's session key (ui_session.go)
-	noUI bool    // WithStatusPage(false)
+	ui     *uiKeys    // the status page's session key (ui_session.go)
+	logins loginLimit // wrong tokens per client address (ui_limit.go)
+	noUI   bool       // WithStatusPage(false)
 }
 
 // NewServer returns a Server over store. If store implements lease.HealthChecker,
@@ -63,19 +65,20 @@ func NewServer(store lease.Store, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: new server: %w", err)
 	}
 	s := &Server{
-		store:       store,
-		kv:          cfg.kv,
-		auth:        tokenSum(cfg.auth),
-		admin:       tokenSum(cfg.admin),
-		logger:      cfg.logger,
-		metrics:     cfg.metrics,
-		admit:       admission{inFlight: newSlots(cfg.inFlight), waiting: newSlots(cfg.waiting)},
-		lists:       newSlots(cfg.lists),
-		bodies:      newBudget(cfg.bodyBudget),
-		bodyTimeout: cfg.bodyTimeout,
-		origins:     cfg.origins,
-		hosts:       cfg.hosts,
-		noUI:        cfg.noUI,
+		store:         store,
+		kv:            cfg.kv,
+		auth:          tokenSum(cfg.auth),
+		admin:         tokenSum(cfg.admin),
+		logger:        cfg.logger,
+		metrics:       cfg.metrics,
+		admit:         admission{inFlight: newSlots(cfg.inFlight), waiting: newSlots(cfg.waiting)},
+		lists:         newSlots(cfg.lists),
+		bodies:        newBudget(cfg.bodyBudget),
+		bodyTimeout:   cfg.bodyTimeout,
+		answerTimeout: cfg.answerTimeout,
+		origins:       cfg.origins,
+		hosts:         cfg.hosts,
+		noUI:          cfg.noUI,
 	}
 	s.draining, s.drainNow = context.WithCancel(context.Background())
 	if s.metrics == nil {
@@ -145,6 +148,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.NoBody
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	s.answerDeadline(w)
+	if !s.noUI && underUI(r.URL.Path) {
+		// Before anything can answer: the guard's refusals, a 405, the
+		// redirects of the forms are answers under /ui as much as the page.
+		uiSecurityHeaders(w.Header())
+	}
 	if err := s.guard(r); err != nil {
 		start := time.Now()
 		code := s.writeError(w, r, opOther, err)
@@ -206,7 +215,9 @@ func (s *Server) routeWith(pattern, op string, admin bool, h handler) {
 				return err
 			}
 		}
-		if op == opList {
+		if op == opList || op == opHistory {
+			// A page of either reads up to 10,000 rows and answers
+			// megabytes: a few at once (WithMaxLists).
 			if err := s.lists.wait(r.Context(), listWait); err != nil {
 				return fmt.Errorf("%w: %d lists are being answered already", ErrTooManyRequests, cap(s.lists))
 			}
@@ -217,6 +228,7 @@ func (s *Server) routeWith(pattern, op string, admin bool, h handler) {
 			return fmt.Errorf("%w: %d requests are in flight already", ErrTooManyRequests, cap(s.admit.inFlight))
 		}
 		defer release()
+		s.answerDeadline(w)
 		return h(w, r)
 	}))
 }
@@ -253,7 +265,11 @@ func (s *Server) authorized(r *http.Request) bool {
 // writeJSON writes v as the whole answer.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	bp := answerBufs.Get().(*[]byte)
-	defer answerBufs.Put(bp)
+	defer func() {
+		if cap(*bp) <= answerBufMax {
+			answerBufs.Put(bp)
+		}
+	}()
 	b, ok := encodeFast((*bp)[:0], v) // fastjson.go
 	if !ok {
 		m, err := json.Marshal(v)
@@ -282,7 +298,11 @@ var (
 )
 
 // answerBufs holds the buffers answers are encoded in; w.Write copies.
+// One grown past answerBufMax (a page of a list) is dropped, not kept.
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// answerBufMax is the largest buffer answerBufs keeps.
+const answerBufMax = 64 << 10
 
 // writeError answers err with its row of the error table and returns the
 // code. Held and stale_token answers carry their details; internal ones hide

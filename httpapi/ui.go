@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -59,7 +60,7 @@ func WithStatusPage(on bool) Option {
 // uiRoutes registers the page's routes. They sit behind the same guard as
 // the API (Origin and Host checks, in ServeHTTP) and their own sign-in.
 func (s *Server) uiRoutes() {
-	s.ui = newUIKeys()
+	s.ui = newUIKeys(s.auth, s.admin)
 	s.mux.Handle("GET /ui", s.instrument(opUI, s.uiStatus))
 	s.mux.Handle("GET /ui/style.css", s.instrument(opUI, s.uiStylesheet))
 	s.mux.Handle("POST /ui/login", s.instrument(opUI, s.uiForm(s.uiLogin)))
@@ -80,9 +81,20 @@ type uiPage struct {
 	uiStatusData // the status page
 }
 
+// underUI reports whether p is the status page's path or one below it.
+func underUI(p string) bool { return p == "/ui" || strings.HasPrefix(p, "/ui/") }
+
 // uiHeaders sets the headers of every page of /ui.
 func uiHeaders(h http.Header, contentType string) {
 	h.Set("Content-Type", contentType)
+	uiSecurityHeaders(h)
+}
+
+// uiSecurityHeaders sets the headers of every answer under /ui, whatever
+// answers it: ServeHTTP sets them before the guard and the routes run, so
+// a refusal (JSON 400, 403, 405) and a form's 303 carry them as the pages
+// do.
+func uiSecurityHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", uiCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
@@ -138,6 +150,7 @@ func (s *Server) uiStatus(w http.ResponseWriter, r *http.Request) error {
 		return s.uiMessage(w, r, http.StatusTooManyRequests, "Busy", "The server is answering too many lists at once; this page will load again shortly.")
 	}
 	defer s.lists.give()
+	s.answerDeadline(w)
 	p := &uiPage{Title: "Status", Refresh: uiRefresh, Session: u}
 	p.uiStatusData = s.gather(r.Context(), u, time.Now())
 	return s.render(w, http.StatusOK, "status", p)
@@ -162,6 +175,13 @@ func (s *Server) uiForm(h handler) handler {
 			// Not err's text: it can quote the body, a token included.
 			return s.uiMessage(w, r, http.StatusBadRequest, "Bad request", "The form is not valid application/x-www-form-urlencoded.")
 		}
+		// The same admission as the API's requests: an in-flight slot.
+		r, release, ok := s.admit.admitRequest(r)
+		if !ok {
+			return s.uiMessage(w, r, http.StatusTooManyRequests, "Busy", "The server is answering too many requests at once; try again shortly.")
+		}
+		defer release()
+		s.answerDeadline(w)
 		return h(w, r)
 	}
 }
@@ -169,8 +189,14 @@ func (s *Server) uiForm(h handler) handler {
 // uiLogin answers POST /ui/login: a token that signs in gets a session
 // cookie and is sent to the page; any other gets the form again, 401.
 func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) error {
+	addr, now := clientAddr(r), time.Now()
+	if !s.logins.allowed(addr, now) {
+		w.Header().Set("Retry-After", "60")
+		return s.uiMessage(w, r, http.StatusTooManyRequests, "Too many tries", "Too many wrong tokens from this address: wait a minute and try again.")
+	}
 	role := s.tokenRole(r.PostForm.Get("token"))
 	if role == roleNone {
+		s.logins.failed(addr, now)
 		level.Debug(s.logger).Log("msg", "request refused", "op", opUI, "method", r.Method, "path", r.URL.Path, "status", http.StatusUnauthorized, "err", "wrong token")
 		return s.render(w, http.StatusUnauthorized, "login", &uiPage{Title: "Sign in", Problem: "That token is neither the server's bearer token nor its admin token.", Session: s.uiSessionOf(r)})
 	}
@@ -179,11 +205,16 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// uiLogout answers POST /ui/logout: the cookie is cleared.
+// uiLogout answers POST /ui/logout: the session ends on the server (every
+// session of its role made before, copies of the cookie included, is
+// refused from now on; ui_session.go) and the cookie is cleared.
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request) error {
 	u := s.uiSessionOf(r)
 	if u.Signed() && !s.ui.checkForm(u, r.PostForm.Get("csrf")) {
 		return s.uiMessage(w, r, http.StatusForbidden, "Refused", "The form token is missing or wrong: reload the page and try again.")
+	}
+	if u.Signed() {
+		s.ui.signOut(u.role)
 	}
 	setSession(w, r, "", -1)
 	http.Redirect(w, r, "/ui", http.StatusSeeOther)

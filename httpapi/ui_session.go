@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,9 +22,18 @@ import (
 //   - HttpOnly (no script reads it), SameSite=Strict (no other site's page
 //     makes the browser send it, not even a link), Path=/ui (the API never
 //     sees it: /v1/ still needs the bearer token), Secure over TLS;
-//   - its value is the role, an expiry and an HMAC of both under a key the
-//     Server draws at random when it starts: no state on the server, nothing
-//     of the token in it, and a restart signs everyone out;
+//   - its value is the role, an expiry and an HMAC under a key the Server
+//     draws at random when it starts, over both, the role's sign-out epoch
+//     and a hash of the role's token: nothing of the token is in it, and a
+//     restart signs everyone out;
+//   - signing out ends the session on the server, not only in the browser:
+//     it moves its role's epoch on, so that every cookie of that role made
+//     before, a copied one included, fails its HMAC (the epoch is kept as
+//     long as the key is: in memory, a restart draws a new key anyway);
+//   - a session is bound to the token it signed in with: the tokens are read
+//     when the server starts, so a changed token file takes a restart, which
+//     ends every session, and the hash in the HMAC keeps it so for a token
+//     changed any other way;
 //   - a form that changes something (revoke, sign out) carries a form token,
 //     an HMAC of the session under the same key: a page elsewhere can make
 //     a browser post the form, but cannot know the token (SameSite and the
@@ -79,13 +89,46 @@ func (u uiSession) Viewer() bool { return u.role == roleViewer || u.role == role
 // canSee reports whether the session may see the status page.
 func (u uiSession) canSee() bool { return u.role != roleNone }
 
-// uiKeys is the Server's random key for sessions and form tokens.
-type uiKeys struct{ key [32]byte }
+// uiKeys is the Server's random key for sessions and form tokens, and what
+// else a session's HMAC covers: each role's sign-out epoch and token hash.
+type uiKeys struct {
+	key    [32]byte
+	tokens [roleAdmin + 1]string // a hash of each role's token, as the HMAC covers it
 
-func newUIKeys() *uiKeys {
+	mu    sync.Mutex
+	epoch [roleAdmin + 1]uint64 // each role's sign-outs so far
+}
+
+// newUIKeys draws a key for a server whose clients' token has hash viewer
+// and admin token hash admin (nil: none).
+func newUIKeys(viewer, admin *[sha256.Size]byte) *uiKeys {
 	k := new(uiKeys)
 	_, _ = rand.Read(k.key[:]) // never fails (crypto/rand, Go 1.24+)
+	for role, h := range map[uiRole]*[sha256.Size]byte{roleViewer: viewer, roleAdmin: admin} {
+		if h != nil {
+			k.tokens[role] = base64.RawURLEncoding.EncodeToString(h[:])
+		}
+	}
 	return k
+}
+
+// signOut ends every session of role made so far.
+func (k *uiKeys) signOut(role uiRole) {
+	if role != roleViewer && role != roleAdmin {
+		return
+	}
+	k.mu.Lock()
+	k.epoch[role]++
+	k.mu.Unlock()
+}
+
+// sessionMAC is the HMAC of a session's body for role: over the body, the
+// role's epoch and its token's hash.
+func (k *uiKeys) sessionMAC(role uiRole, body string) string {
+	k.mu.Lock()
+	epoch := k.epoch[role]
+	k.mu.Unlock()
+	return k.mac("session", body, strconv.FormatUint(epoch, 10), k.tokens[role])
 }
 
 func (k *uiKeys) mac(parts ...string) string {
@@ -100,35 +143,38 @@ func (k *uiKeys) mac(parts ...string) string {
 // newSession returns the cookie value of a new session of role.
 func (k *uiKeys) newSession(role uiRole, now time.Time) string {
 	body := "v1." + role.String() + "." + strconv.FormatInt(now.Add(uiSessionTTL).Unix(), 10)
-	return body + "." + k.mac("session", body)
+	return body + "." + k.sessionMAC(role, body)
 }
 
 // session reads v, a cookie's value: its role if it is one of this
-// Server's and has not expired, roleNone otherwise.
+// Server's, not signed out and not expired, roleNone otherwise.
 func (k *uiKeys) session(v string, now time.Time) uiRole {
 	i := strings.LastIndexByte(v, '.')
 	if i < 0 {
 		return roleNone
 	}
 	body, sig := v[:i], v[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(k.mac("session", body))) {
-		return roleNone
-	}
 	parts := strings.Split(body, ".")
 	if len(parts) != 3 || parts[0] != "v1" {
+		return roleNone
+	}
+	role := roleNone
+	switch parts[1] {
+	case "viewer":
+		role = roleViewer
+	case "admin":
+		role = roleAdmin
+	default:
+		return roleNone
+	}
+	if !hmac.Equal([]byte(sig), []byte(k.sessionMAC(role, body))) {
 		return roleNone
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil || now.Unix() >= exp {
 		return roleNone
 	}
-	switch parts[1] {
-	case "viewer":
-		return roleViewer
-	case "admin":
-		return roleAdmin
-	}
-	return roleNone
+	return role
 }
 
 // formToken is the form token of the session whose cookie value is v.

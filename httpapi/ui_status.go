@@ -115,7 +115,7 @@ func (s *Server) figures(ctx context.Context, d *uiStatusData, shown int, hasWai
 	}
 	var st *lease.Stats
 	if f := s.metrics.stats.Load(); f != nil {
-		got, err := (*f).Stats(ctx)
+		got, err := f.read(ctx)
 		if err != nil {
 			d.Problems = append(d.Problems, "stats: "+err.Error())
 		} else {

@@ -12,6 +12,7 @@ Usage:
                  [-admin-token-file F] [-history-max 100000] [-history-age 168h]
                  [-max-in-flight 1024] [-max-waiting 4096] [-shutdown-timeout 30s]
                  [-allow-origin O] [-allow-host H] [-max-leases N] [-max-kv-keys N] [-max-kv-bytes N]
+                 [-max-watched N]
                  [-max-lists 2] [-body-timeout 5s] [-body-budget 33554432] [-sweep 1m]
                  [-log-level info] [-log-format logfmt|json] [-debug-addr 127.0.0.1:PORT]
                  [-ui]   (the status page at /ui, behind the same token: on by default, -ui=false turns it off)

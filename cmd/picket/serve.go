@@ -332,6 +332,7 @@ func openServed(f *storeFlags, lockDelay time.Duration, quota quota, hist retent
 		sqlite.WithLogger(log.With(logger, "component", "sqlite")),
 		sqlite.WithBatchHook(metrics.ObserveBatch),
 		sqlite.WithMaxLeases(quota.maxLeases), sqlite.WithMaxKVKeys(quota.maxKVKeys), sqlite.WithMaxKVBytes(quota.maxKVBytes),
+		sqlite.WithMaxWatched(quota.maxWatched),
 		sqlite.WithHistory(hist.max, hist.age),
 	}, extra...)...)
 	if err != nil {
@@ -340,8 +341,8 @@ func openServed(f *storeFlags, lockDelay time.Duration, quota quota, hist retent
 	return st, st, nil
 }
 
-// quota is -max-leases, -max-kv-keys and -max-kv-bytes.
+// quota is -max-leases, -max-kv-keys, -max-kv-bytes and -max-watched.
 type quota struct {
-	maxLeases, maxKVKeys int
-	maxKVBytes           int64
+	maxLeases, maxKVKeys, maxWatched int
+	maxKVBytes                       int64
 }

@@ -69,7 +69,7 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.sweep, "sweep", DefaultSweepInterval, "how often to delete expired lease rows")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", httpapi.DefaultMaxInFlight, "answer 429 beyond this many /v1/ requests at once, long polls aside (0: no bound)")
 	fs.IntVar(&c.maxWaiting, "max-waiting", httpapi.DefaultMaxWaiting, "answer 429 beyond this many acquires waiting with wait_ms (0: no bound)")
-	fs.IntVar(&c.maxLists, "max-lists", httpapi.DefaultMaxLists, "answer this many lists at once; more wait their turn (0: no bound)")
+	fs.IntVar(&c.maxLists, "max-lists", httpapi.DefaultMaxLists, "answer this many lists and history pages at once; more wait their turn (0: no bound)")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "cut off a request whose body has not arrived this long after its headers")
 	fs.Int64Var(&c.bodyBudget, "body-budget", httpapi.DefaultBodyBudget, "answer 429 to a request body that would take the bodies held at once beyond this many `bytes` (0: no bound)")
 	fs.Var(&c.allowOrigins, "allow-origin", "answer requests from web pages of this `origin` (scheme://host[:port]; repeat or comma-separate; * for any)")
@@ -77,6 +77,7 @@ func parseServe(e *env, args []string) (*serveConfig, error) {
 	fs.IntVar(&c.quota.maxLeases, "max-leases", 0, "refuse (507) a new lease beyond this many live ones (0: no bound)")
 	fs.IntVar(&c.quota.maxKVKeys, "max-kv-keys", 0, "refuse (507) a new fenced key beyond this many (0: no bound)")
 	fs.Int64Var(&c.quota.maxKVBytes, "max-kv-bytes", 0, "refuse (507) a fenced write that takes keys and values beyond this many `bytes` (0: no bound)")
+	fs.IntVar(&c.quota.maxWatched, "max-watched", 0, "-db: refuse (507) a watch of a new name beyond this many names ever watched, each a row kept for watches (0: no bound)")
 	logLevel := fs.String("log-level", "info", "log at this `level` and above: debug (every refused request), info, warn, error")
 	logFormat := fs.String("log-format", "logfmt", "log `format`: logfmt or json")
 	fs.BoolVar(&c.statusPage, "ui", true, "serve the status page at /ui (sign in with the -auth-token-file token, or -admin-token-file's to revoke)")
@@ -137,8 +138,8 @@ func (c *serveConfig) check() error {
 	if c.hist.max < 0 || c.hist.age < 0 {
 		return usagef("serve: -history-max and -history-age must not be negative")
 	}
-	if c.maxLists < 0 || c.quota.maxLeases < 0 || c.quota.maxKVKeys < 0 || c.quota.maxKVBytes < 0 || c.bodyBudget < 0 {
-		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes and -body-budget must not be negative")
+	if c.maxLists < 0 || c.quota.maxLeases < 0 || c.quota.maxKVKeys < 0 || c.quota.maxKVBytes < 0 || c.quota.maxWatched < 0 || c.bodyBudget < 0 {
+		return usagef("serve: -max-lists, -max-leases, -max-kv-keys, -max-kv-bytes, -max-watched and -body-budget must not be negative")
 	}
 	if c.debugAddr != "" {
 		if err := checkDebugAddr(c.debugAddr); err != nil {

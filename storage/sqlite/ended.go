@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/picketlock/picket/lease"
 	"github.com/picketlock/picket/token"
 )
 
@@ -44,8 +45,22 @@ func (b *batch) ended(name string, tok token.Token, deadline int64) error {
 	return nil
 }
 
-// mark is an opMark's change: the name is watched from this batch on.
+// mark is an opMark's change: the name is watched from this batch on. A
+// new mark beyond WithMaxWatched is refused (lease.ErrQuota): the rows
+// stay for the life of the file, so without a bound a client could grow
+// it a row per name it reads (issue 38).
 func (b *batch) mark(o *op) (result, error) {
+	if max := b.s.quota.MaxWatched; max > 0 {
+		var n int
+		var marked bool
+		if err := b.s.w.conn.QueryRowContext(b.ctx, "SELECT (SELECT count(*) FROM ended), EXISTS (SELECT 1 FROM ended WHERE name = ?)",
+			o.name).Scan(&n, &marked); err != nil {
+			return result{}, fmt.Errorf("count watched names: %w", err)
+		}
+		if !marked && n >= max {
+			return result{err: fmt.Errorf("sqlite: watch %q: %w: %d names watched, the most this store keeps", o.name, lease.ErrQuota, max)}, nil
+		}
+	}
 	if _, err := b.s.w.markWatched.ExecContext(b.ctx, o.name); err != nil {
 		return result{}, fmt.Errorf("mark %q watched: %w", o.name, err)
 	}

@@ -17,6 +17,7 @@ type quota struct {
 	MaxLeases  int
 	MaxKVKeys  int
 	MaxKVBytes int64
+	MaxWatched int
 }
 
 // WithMaxLeases bounds the live leases: an acquire that would grant a new
@@ -34,8 +35,17 @@ func WithMaxKVKeys(n int) Option { return func(cfg *config) { cfg.quota.MaxKVKey
 // the default, means no bound; negative is lease.ErrInvalid from Open.
 func WithMaxKVBytes(n int64) Option { return func(cfg *config) { cfg.quota.MaxKVBytes = n } }
 
+// WithMaxWatched bounds the names ever watched: a watch of a name marks
+// it with a row of the ended table (ended.go) that stays, so that no end
+// of a lease on it is missed between two calls; a first read (Watch with
+// a zero after, GET /v1/leases/NAME?wait=0s) of a new name beyond n such
+// rows is refused with an error matching lease.ErrQuota and writes
+// nothing, while names already marked are watched as ever. Zero, the
+// default, means no bound; negative is lease.ErrInvalid from Open.
+func WithMaxWatched(n int) Option { return func(cfg *config) { cfg.quota.MaxWatched = n } }
+
 func (q quota) validate() error {
-	if q.MaxLeases < 0 || q.MaxKVKeys < 0 || q.MaxKVBytes < 0 {
+	if q.MaxLeases < 0 || q.MaxKVKeys < 0 || q.MaxKVBytes < 0 || q.MaxWatched < 0 {
 		return invalidf("quota %+v has a negative bound", q)
 	}
 	return nil
