@@ -87,7 +87,12 @@
 // queue), which changes at a release, not at the grant before it. A watch
 // starts at the current revision and, on a busy cluster, is followed by
 // one read of its key (a watch from an older revision waits for etcd's
-// sync of lagging watches, every 100 ms). Every 2 s a waiter reads the key
+// sync of lagging watches, every 100 ms). An acquire that does not wait and
+// finds the name free but reserved for the head of the queue (a release has
+// just woken it) lets it pass, up to 2 s, and answers what it finds next:
+// it watches both that waiter's queue key, which goes if the waiter leaves,
+// and the lease key, which appears when the waiter takes the name (its
+// queue key stays then). Every 2 s a waiter reads the key
 // it waits on and its own queue key, in case the watch missed a change.
 //
 // # Fenced values

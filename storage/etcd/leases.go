@@ -85,6 +85,11 @@ type blocker struct {
 	held     *lease.HeldError
 	reserved bool   // the name is free but reserved for the waiter whose queue key is key
 	own      string // the waiter's own queue key, if it is queued: gone, it must queue again
+	// For a reservation an acquire that does not wait lets pass: the
+	// name's lease key, whose creation (the waiter taking the name, which
+	// keeps its queue key) ends the reservation as its queue key's delete
+	// does.
+	taken string
 
 	// Of a lease key (lease true): its mod revision, and how long after
 	// the store first saw that revision it may be ended (its TTL, or its
@@ -296,6 +301,11 @@ func (s *Store) attempt(ctx context.Context, req lease.AcquireRequest, q *place)
 		b := &blocker{key: string(ahead.Key), rev: rev, held: held(name, string(ahead.Value), sent), reserved: true}
 		if q != nil {
 			b.own = q.key
+		} else {
+			// The caller lets the name pass (handover): the waiter
+			// either leaves (its queue key goes) or takes the name,
+			// which writes the lease key and keeps the queue key.
+			b.taken = k
 		}
 		return lease.Grant{}, b, false, nil
 	}

@@ -223,8 +223,9 @@ func (s *Store) sessionGone(id clientv3.LeaseID) {
 }
 
 // await returns when b's key has changed since b.rev (a queue key deleted,
-// a lease key deleted or rewritten), when a lease key has been seen
-// unchanged for as long as b says it may be, or with ctx's error (its
+// a lease key deleted or rewritten), when the name of a reservation b.taken
+// watches was taken (its lease key written), when a lease key has been
+// seen unchanged for as long as b says it may be, or with ctx's error (its
 // cause).
 //
 // The watch starts at the current revision (one that starts at b.rev+1,
@@ -244,6 +245,10 @@ func (s *Store) await(ctx context.Context, b *blocker) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := s.client.Watch(clientv3.WithRequireLeader(wctx), b.key, clientv3.WithCreatedNotify())
+	var taken clientv3.WatchChan // nil (never ready) unless b.taken is set
+	if b.taken != "" {
+		taken = s.client.Watch(clientv3.WithRequireLeader(wctx), b.taken, clientv3.WithCreatedNotify())
+	}
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
 	var up <-chan time.Time
@@ -255,21 +260,15 @@ func (s *Store) await(ctx context.Context, b *blocker) error {
 		defer t.Stop()
 		up = t.C
 	}
-	created := false
+	var created, takenCreated bool
 	for {
 		select {
 		case resp, ok := <-w:
-			if !ok || resp.Err() != nil {
+			if s.wakes(ctx, b, resp, ok, &created) {
 				return s.woken(ctx)
 			}
-			if resp.Created {
-				created = true
-				if resp.Header.Revision > b.rev && s.changed(ctx, b) {
-					return s.woken(ctx)
-				}
-				continue
-			}
-			if created && len(resp.Events) > 0 {
+		case resp, ok := <-taken:
+			if s.wakes(ctx, b, resp, ok, &takenCreated) {
 				return s.woken(ctx)
 			}
 		case <-poll.C:
@@ -286,6 +285,20 @@ func (s *Store) await(ctx context.Context, b *blocker) error {
 	}
 }
 
+// wakes reports whether a response of one of await's watches ends the wait:
+// the watch ended or failed, an event came once it existed, or, at its
+// creation, a read finds that b's keys changed since b.rev.
+func (s *Store) wakes(ctx context.Context, b *blocker, resp clientv3.WatchResponse, ok bool, created *bool) bool {
+	if !ok || resp.Err() != nil {
+		return true
+	}
+	if resp.Created {
+		*created = true
+		return resp.Header.Revision > b.rev && s.changed(ctx, b)
+	}
+	return *created && len(resp.Events) > 0
+}
+
 // woken returns ctx's cause if it is done, else nil: try again.
 func (s *Store) woken(ctx context.Context) error {
 	if ctx.Err() != nil {
@@ -296,7 +309,8 @@ func (s *Store) woken(ctx context.Context) error {
 
 // changed reads b's key once: whether it changed since b was seen (or the
 // read failed: try again). For a queued waiter it reads its own queue key
-// too: a waiter whose key is gone must queue again.
+// too: a waiter whose key is gone must queue again; for a reservation let
+// pass, the name's lease key: there, the waiter took the name.
 func (s *Store) changed(ctx context.Context, b *blocker) bool {
 	rctx, cancel := s.rpc(ctx)
 	defer cancel()
@@ -304,12 +318,18 @@ func (s *Store) changed(ctx context.Context, b *blocker) bool {
 	if b.own != "" {
 		ops = append(ops, clientv3.OpGet(b.own, clientv3.WithKeysOnly()))
 	}
+	if b.taken != "" {
+		ops = append(ops, clientv3.OpGet(b.taken, clientv3.WithKeysOnly()))
+	}
 	resp, err := s.client.Txn(rctx).Then(ops...).Commit()
 	if err != nil {
 		return true
 	}
 	if b.own != "" && len(resp.Responses[1].GetResponseRange().Kvs) == 0 {
 		return true
+	}
+	if b.taken != "" && len(resp.Responses[len(ops)-1].GetResponseRange().Kvs) > 0 {
+		return true // the waiter took the name
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {

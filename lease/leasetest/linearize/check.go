@@ -173,20 +173,37 @@ func Visualize(history []porcupine.Operation, cfg Config, timeout time.Duration)
 }
 
 // Verify fails t unless porcupine finds history linearizable within timeout.
-// On failure it writes porcupine's visualization of the history and logs
-// where.
+// On failure it prints each part of the history that does not check, cut
+// to its shortest failing prefix: the call that breaks it, the last calls
+// porcupine could place before it with the model's state after each, and
+// the calls in flight beside it. It keeps the whole history (history.json,
+// which ReadHistory reads back, and history.txt), that report (failing.txt)
+// and porcupine's visualization (visualization.html) in a new directory
+// under $PICKET_ARTIFACTS, or the system's temporary directory, and logs
+// its path.
 func Verify(t testing.TB, history []porcupine.Operation, cfg Config, timeout time.Duration) {
 	t.Helper()
 	res := Check(history, cfg, timeout)
 	if res == porcupine.Ok {
 		return
 	}
-	t.Errorf("porcupine: the history of %d operations is %s, want Ok; failing parts: %q",
-		len(history), res, Failing(history, cfg, timeout))
-	path, err := Visualize(history, cfg, timeout)
-	if err != nil {
-		t.Logf("visualization: %v", err)
-		return
+	history = numbered(history)
+	parts := failingParts(history, cfg, timeout)
+	names := make([]string, len(parts))
+	for i, fp := range parts {
+		names[i] = fp.name + ": " + string(fp.result)
 	}
-	t.Logf("visualization: %s", path)
+	rep := report(parts)
+	t.Errorf("porcupine: the history of %d operations is %s, want Ok; failing parts: %q\n%s",
+		len(history), res, names, rep)
+	dir, err := artifactsDir(t.Name())
+	if err == nil {
+		err = keep(dir, history, cfg, timeout, rep)
+	}
+	if err != nil {
+		t.Errorf("keeping the history: %v", err)
+	}
+	if dir != "" {
+		t.Logf("the history, this report and porcupine's visualization are kept in %s", dir)
+	}
 }

@@ -85,6 +85,10 @@
 //	...
 //	linearize.Verify(t, rec.Operations(), linearize.Config{}, time.Minute)
 //
-// Verify fails the test unless porcupine answers Ok, and writes porcupine's
-// HTML visualization of the history to a temporary file, whose path it logs.
+// Verify fails the test unless porcupine answers Ok. On failure it prints
+// each failing part cut to its shortest failing prefix (the call that breaks
+// it, the calls placed before it with the model's state, the calls beside
+// it), and keeps the history, that report and porcupine's HTML visualization
+// in a new directory under $PICKET_ARTIFACTS (or the system's temporary
+// directory), whose path it logs; ReadHistory reads a kept history back.
 package linearize
