@@ -77,8 +77,14 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// check returns nil for a token picket can grant, else an error matching
-// ErrInvalid (ErrZero for zero).
+// Check returns nil for a token picket can grant, else ErrZero for zero or
+// an error matching ErrInvalid for one above Max. Every fenced write of
+// this package checks its token so before it touches anything; a helper
+// for another home of data (token/redisfence, token/s3fence, your own)
+// should too.
+func (t Token) Check() error { return check(t) }
+
+// check is Token.Check.
 func check(t Token) error {
 	switch {
 	case t == 0:

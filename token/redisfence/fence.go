@@ -145,7 +145,7 @@ func Highest(ctx context.Context, c redis.Cmdable, key string) (token.Token, err
 }
 
 func run(ctx context.Context, c redis.Scripter, s *redis.Script, op, key string, t token.Token, args ...string) error {
-	if err := check(t); err != nil {
+	if err := t.Check(); err != nil {
 		return err
 	}
 	fk, err := FenceKey(key)
@@ -173,17 +173,6 @@ func run(ctx context.Context, c redis.Scripter, s *redis.Script, op, key string,
 		return fmt.Errorf("redisfence: %s %q: fence key %q: %w", op, key, fk, err)
 	}
 	return &token.StaleError{Resource: key, Token: t, Highest: highest}
-}
-
-// check validates t as every helper of package token does.
-func check(t token.Token) error {
-	switch {
-	case t == 0:
-		return token.ErrZero
-	case t > token.Max:
-		return invalid("%d is above the largest token %d", uint64(t), uint64(token.Max))
-	}
-	return nil
 }
 
 func invalid(format string, args ...any) error {

@@ -179,7 +179,7 @@ func (b Bucket) read(ctx context.Context, key string) (current, error) {
 }
 
 func (b Bucket) write(ctx context.Context, op, key string, t token.Token, data []byte, deleted bool) error {
-	if err := check(t); err != nil {
+	if err := t.Check(); err != nil {
 		return err
 	}
 	if err := b.check(key); err != nil {
@@ -313,17 +313,6 @@ func (b Bucket) check(key string) error {
 		return invalid("a key of %d bytes, S3 takes at most %d", len(key), MaxKey)
 	case !utf8.ValidString(key):
 		return invalid("key %q is not UTF-8", key)
-	}
-	return nil
-}
-
-// check validates t as every helper of package token does.
-func check(t token.Token) error {
-	switch {
-	case t == 0:
-		return token.ErrZero
-	case t > token.Max:
-		return invalid("%d is above the largest token %d", uint64(t), uint64(token.Max))
 	}
 	return nil
 }
