@@ -373,3 +373,22 @@ func await(ctx context.Context, goes <-chan struct{}) bool {
 		return false
 	}
 }
+
+// Timed is one accepted write of a concurrency test in one process: its
+// token, and when it was sent and acknowledged on one monotonic clock.
+type Timed struct {
+	Token      token.Token
+	Start, End time.Duration
+}
+
+// Overtaken returns a line for each accepted write sent after a write with a
+// higher token had been acknowledged: the rule Check applies to a proof's
+// workers, for tests that time their writes in one process.
+func Overtaken(ws []Timed) []string {
+	in := make([]write, len(ws))
+	for i, w := range ws {
+		in[i] = write{token: w.Token, start: int64(w.Start), end: int64(w.End), ok: true,
+			line: fmt.Sprintf("token %d sent at %v, acknowledged at %v", w.Token, w.Start, w.End)}
+	}
+	return stale(in)
+}
